@@ -1,0 +1,147 @@
+//! Preflight: one line per check, a distinct message and fix per cause, and whether voxdesk can run at all.
+
+use crate::capture::{self, CaptureError};
+use crate::desktop::{self, DisplayError};
+use crate::perception::engine;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Fail,
+    Skipped,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Check {
+    pub name: &'static str,
+    pub status: Status,
+    pub detail: String,
+    /// What to do about it (empty when nothing is needed).
+    pub fix: String,
+}
+
+impl Check {
+    fn ok(name: &'static str, detail: impl Into<String>) -> Check {
+        Check {
+            name,
+            status: Status::Ok,
+            detail: detail.into(),
+            fix: String::new(),
+        }
+    }
+    fn fail(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            name,
+            status: Status::Fail,
+            detail: detail.into(),
+            fix: fix.into(),
+        }
+    }
+    fn skipped(name: &'static str, why: &str) -> Check {
+        Check {
+            name,
+            status: Status::Skipped,
+            detail: format!("skipped: {why}"),
+            fix: String::new(),
+        }
+    }
+}
+
+/// Run every check against the real environment.
+pub fn run() -> Vec<Check> {
+    let mut out = Vec::new();
+    let env = |k: &str| std::env::var(k).ok();
+    let wayland = capture::is_wayland(env);
+    out.push(if wayland {
+        Check::fail("session", "Wayland session: unsupported — voxdesk can only see and drive an X11 desktop", "log in to an X11 (\"Xorg\") session; XWayland cannot capture or drive native Wayland windows")
+    } else {
+        Check::ok("session", "X11")
+    });
+    let facts = if wayland {
+        Err(DisplayError::NoDisplay)
+    } else {
+        desktop::probe()
+    };
+    match &facts {
+        Ok(f) => out.push(Check::ok("display", format!("{} ({}x{})", f.display, f.screen.0, f.screen.1))),
+        Err(DisplayError::NoDisplay) if wayland => out.push(Check::skipped("display", "Wayland session")),
+        Err(DisplayError::NoDisplay) => out.push(Check::fail("display", "no DISPLAY: not running inside an X session", "run voxdesk from a terminal on your X11 desktop, or export DISPLAY=:0")),
+        Err(e @ DisplayError::Unreachable { .. }) => out.push(Check::fail("display", format!("X server unreachable: {e}"), "check DISPLAY and that the X server runs; for another user's display, `xhost +SI:localuser:$USER`")),
+        Err(e) => out.push(Check::fail("display", e.to_string(), "restart the X session")),
+    }
+    match &facts {
+        Ok(f) if f.xtest => out.push(Check::ok("xtest", "XTEST present: synthetic input available")),
+        Ok(_) => out.push(Check::fail("xtest", "XTEST extension missing: voxdesk cannot move the mouse or type", "enable XTEST (Xorg: remove `Option \"XTEST\" \"Disable\"`; Xvfb: start it with `+extension XTEST`)")),
+        Err(_) => out.push(Check::skipped("xtest", "no X server")),
+    }
+    match &facts {
+        Ok(f) => match &f.window_manager {
+            Some(wm) => out.push(Check::ok("window-manager", wm.clone())),
+            None => out.push(Check::fail("window-manager", "no window manager: the focused window and its application cannot be known, so no app can be allowed", "start an EWMH window manager (e.g. `openbox &`)")),
+        },
+        Err(_) => out.push(Check::skipped("window-manager", "no X server")),
+    }
+    if facts.is_ok() {
+        out.push(match capture::capture_primary() {
+            Ok(frame) => {
+                let (w, h) = frame.size();
+                let black = frame.image.as_raw().chunks_exact(4).all(|p| p[0] == 0 && p[1] == 0 && p[2] == 0);
+                if black {
+                    Check::fail("capture", format!("capture returns an all-black {w}x{h} image"), "the screen may be locked or blanked, or a compositor blocks XGetImage; unlock it and retry")
+                } else {
+                    Check::ok("capture", format!("primary monitor {} {w}x{h} at {:?}, scale {:.2}", frame.monitor.name, frame.monitor.origin, frame.scale()))
+                }
+            }
+            Err(e @ CaptureError::NoMonitor(_)) => Check::fail("capture", format!("capture returns nothing: {e}"), "mark a monitor primary: `xrandr --output <name> --primary`"),
+            Err(e) => Check::fail("capture", format!("capture returns nothing: {e}"), "check that the X server allows XGetImage on the root window"),
+        });
+    } else {
+        out.push(Check::skipped("capture", "no X server"));
+    }
+    let data = engine::tessdata_dir();
+    match &data {
+        Some(d) if std::path::Path::new(d).join("eng.traineddata").is_file() => out.push(Check::ok("tessdata", format!("{d}/eng.traineddata"))),
+        Some(d) => out.push(Check::fail("tessdata", format!("TESSDATA_PREFIX={d} has no eng.traineddata"), "point TESSDATA_PREFIX at a tessdata directory, or unset it and `apt-get install tesseract-ocr-eng`")),
+        None => out.push(Check::fail("tessdata", "English OCR data (eng.traineddata) not found", "apt-get install tesseract-ocr-eng")),
+    }
+    if data.is_some() {
+        out.push(
+            match engine::Engine::new().and_then(|mut e| e.read_gray(&[255u8; 64 * 32], 64, 32)) {
+                Ok(_) => Check::ok(
+                    "ocr-engine",
+                    format!("Tesseract starts ({} workers)", engine::default_workers()),
+                ),
+                Err(e) => Check::fail(
+                    "ocr-engine",
+                    format!("OCR engine fails to start: {e}"),
+                    "reinstall libtesseract5 and tesseract-ocr-eng",
+                ),
+            },
+        );
+    } else {
+        out.push(Check::skipped("ocr-engine", "no tessdata"));
+    }
+    out
+}
+
+/// One line per check.
+pub fn render(checks: &[Check]) -> String {
+    let mut s = String::new();
+    for c in checks {
+        let tag = match c.status {
+            Status::Ok => "ok  ",
+            Status::Fail => "FAIL",
+            Status::Skipped => "--  ",
+        };
+        s.push_str(&format!("{tag}  {:<15} {}", c.name, c.detail));
+        if !c.fix.is_empty() {
+            s.push_str(&format!(" — fix: {}", c.fix));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+pub fn all_ok(checks: &[Check]) -> bool {
+    checks.iter().all(|c| c.status != Status::Fail)
+}

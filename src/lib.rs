@@ -1,0 +1,24 @@
+//! voxdesk: a voice-driven desktop assistant that sees the screen as numbered targets, acts behind safety rails and verifies every step.
+//!
+//! Layout (one job per module):
+//! - `geometry`: the three coordinate spaces and the one place that converts between them.
+//! - `frame`: a captured or loaded screen image plus the measured monitor facts; safe image loading.
+//! - `capture`: the only xcap user — primary-monitor frames and the focused window.
+//! - `desktop`: the only raw X11 (x11rb) user — XTEST and window-manager facts.
+//! - `perception`: frames → targets (line finding, Tesseract, tiles, stable ids).
+//! - `picture`: the downscaled, annotated JPEG the model sees.
+//! - `observation`: the JSON shapes other tools consume (`ocr`, `look`).
+//! - `eval`: scoring targets against ground-truth labels (benchmarks, tests).
+//! - `bench`: `voxdesk bench …` tables.
+//! - `doctor`: preflight checks.
+
+pub mod bench;
+pub mod capture;
+pub mod desktop;
+pub mod doctor;
+pub mod eval;
+pub mod frame;
+pub mod geometry;
+pub mod observation;
+pub mod perception;
+pub mod picture;

@@ -1,0 +1,235 @@
+//! The `voxdesk` command line: parses arguments, runs one command, and decides in one place how errors are printed and which exit code they get.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+use voxdesk::{bench, capture, doctor, frame, observation, perception, picture};
+
+#[derive(Parser)]
+#[command(
+    name = "voxdesk",
+    version,
+    about = "A voice-driven desktop assistant that sees the screen as numbered targets."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Targets of a PNG or JPEG file.
+    Ocr {
+        /// Print exactly one JSON object.
+        #[arg(long)]
+        json: bool,
+        image: PathBuf,
+    },
+    /// One observation of the live screen.
+    Look {
+        #[arg(long)]
+        json: bool,
+        /// Write the picture the model sees (downscaled, numbered boxes) to this PNG/JPEG file.
+        #[arg(long, value_name = "OUT.png")]
+        annotate: Option<PathBuf>,
+        /// Also write the raw capture (full resolution, PNG) to this file.
+        #[arg(long, value_name = "OUT.png")]
+        frame: Option<PathBuf>,
+    },
+    /// Preflight: what is missing and how to fix it, one cause per line.
+    Doctor,
+    /// Benchmarks that print a table.
+    Bench {
+        #[command(subcommand)]
+        what: BenchCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Capture, full and incremental perception, recall and junk on labelled fixtures, against the tesseract CLI.
+    Perception {
+        #[arg(long, default_value = "tests/fixtures/ui")]
+        fixtures: PathBuf,
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Skip running the tesseract command-line tool for comparison.
+        #[arg(long)]
+        no_cli: bool,
+        /// List every missed label.
+        #[arg(long)]
+        misses: bool,
+    },
+}
+
+/// Tesseract's OpenMP runtime reads OMP_THREAD_LIMIT once, when the library loads — before
+/// `main` runs — so it cannot be set from inside the process. Without it each engine spawns a
+/// thread per core and the two workers fight (measured: about 2x slower on 2 cores). Re-exec
+/// once with the variable set.
+fn ensure_single_threaded_omp() {
+    if std::env::var_os("OMP_THREAD_LIMIT").is_some() {
+        return;
+    }
+    use std::os::unix::process::CommandExt;
+    if let Ok(exe) = std::env::current_exe() {
+        let err = std::process::Command::new(exe)
+            .args(std::env::args_os().skip(1))
+            .env("OMP_THREAD_LIMIT", "1")
+            .exec();
+        // exec only returns on failure; carry on, slower.
+        tracing::warn!("could not re-exec with OMP_THREAD_LIMIT=1: {err}");
+    }
+}
+
+fn main() -> ExitCode {
+    ensure_single_threaded_omp();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("VOXDESK_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("voxdesk: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.cmd {
+        Cmd::Ocr { json, image } => {
+            let t = Instant::now();
+            let img = frame::load_image(&image)?;
+            let load_ms = t.elapsed().as_secs_f64() * 1000.0;
+            let (w, h) = img.dimensions();
+            let mut p = perception::Perceiver::new(perception::engine::default_workers())?;
+            let r = p.perceive(img.as_raw(), w, h, true)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string(&observation::ocr_dto(&r, &[("load", load_ms)]))?
+                );
+            } else {
+                print!("{}", observation::render_targets(&r.targets));
+                eprintln!(
+                    "{} targets in {w}x{h}, perceived in {:.0} ms",
+                    r.targets.len(),
+                    r.timings.total_ms
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Look {
+            json,
+            annotate,
+            frame: frame_out,
+        } => {
+            let t = Instant::now();
+            let f = capture::capture_primary()?;
+            let capture_ms = t.elapsed().as_secs_f64() * 1000.0;
+            let app = capture::focused_window().unwrap_or_else(|e| {
+                tracing::warn!("focused window unknown: {e}");
+                None
+            });
+            let (w, h) = f.size();
+            let mut p = perception::Perceiver::new(perception::engine::default_workers())?;
+            let r = p.perceive(f.image.as_raw(), w, h, true)?;
+            if let Some(out) = &frame_out {
+                f.image
+                    .save_with_format(out, image::ImageFormat::Png)
+                    .with_context(|| format!("writing {}", out.display()))?;
+            }
+            if let Some(out) = &annotate {
+                let pic =
+                    picture::model_picture(&f, &r.targets, picture::PictureConfig::default())?;
+                let is_jpeg = out.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                    e.eq_ignore_ascii_case("jpg") || e.eq_ignore_ascii_case("jpeg")
+                });
+                if is_jpeg {
+                    std::fs::write(out, &pic.jpeg)
+                        .with_context(|| format!("writing {}", out.display()))?;
+                } else {
+                    pic.image
+                        .save_with_format(out, image::ImageFormat::Png)
+                        .with_context(|| format!("writing {}", out.display()))?;
+                }
+            }
+            let observation_id = format!(
+                "obs-{:x}-{}",
+                std::process::id(),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis())
+                    .unwrap_or(0)
+            );
+            if json {
+                let dto = observation::LookDto {
+                    observation_id,
+                    app: app.as_ref().map(|a| a.app.clone()),
+                    window_title: app.as_ref().map(|a| a.title.clone()),
+                    scale: f.scale(),
+                    monitor: observation::MonitorDto {
+                        name: f.monitor.name.clone(),
+                        x: f.monitor.origin.0,
+                        y: f.monitor.origin.1,
+                        width: f.monitor.logical.0,
+                        height: f.monitor.logical.1,
+                    },
+                    ocr: observation::ocr_dto(&r, &[("capture", capture_ms)]),
+                };
+                println!("{}", serde_json::to_string(&dto)?);
+            } else {
+                println!(
+                    "observation {observation_id}: focused app {}",
+                    app.as_ref().map(|a| a.app.as_str()).unwrap_or("(none)")
+                );
+                print!("{}", observation::render_targets(&r.targets));
+                eprintln!(
+                    "{} targets; capture {capture_ms:.0} ms, perception {:.0} ms",
+                    r.targets.len(),
+                    r.timings.total_ms
+                );
+                if let Some(out) = annotate {
+                    eprintln!("annotated picture: {}", out.display());
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Doctor => {
+            let checks = doctor::run();
+            print!("{}", doctor::render(&checks));
+            Ok(if doctor::all_ok(&checks) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Cmd::Bench {
+            what:
+                BenchCmd::Perception {
+                    fixtures,
+                    runs,
+                    no_cli,
+                    misses,
+                },
+        } => {
+            let table = bench::perception(&bench::BenchOptions {
+                fixtures,
+                runs: runs.max(1),
+                cli: !no_cli,
+                misses,
+            })?;
+            print!("{table}");
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

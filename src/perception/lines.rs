@@ -1,0 +1,472 @@
+//! Finds where the text labels are in a frame: edge blobs grouped into single-line labels, split where a gap is wider than a word space.
+//!
+//! Tesseract's own page layout glues separate widgets (a menubar, a table row) into one line and
+//! loses light text on coloured fills, so voxdesk decides for itself where text is. UI text is
+//! axis-aligned on flat backgrounds: a column-to-column colour jump marks a glyph stroke, strokes
+//! join into glyph blobs, blobs that share a baseline band and sit closer than a word space apart
+//! form one label. Everything here is pure (pixels in, rectangles out).
+
+use crate::geometry::Rect;
+
+/// A colour jump between neighbouring columns at least this large (0–255, max over channels)
+/// counts as a stroke edge. Measured: 20 keeps 10 px grey-on-white text, which anti-aliases
+/// down to jumps of ~30, while flat gradients stay below it.
+const EDGE_THRESHOLD: u8 = 20;
+/// Edge pixels closer than this (in a row) are one stroke run.
+const RUN_GAP: usize = 2;
+/// Blobs taller than this (capture pixels) are not text (panels, photos, scrollbars).
+const MAX_TEXT_HEIGHT: i32 = 120;
+/// Blobs shorter than this never start a label (but may join one: dots, commas, dashes).
+const MIN_SEED_HEIGHT: i32 = 5;
+/// A gap wider than this many line heights separates two labels (a word space is ~0.3–0.5).
+const LABEL_GAP: f64 = 0.8;
+
+/// One label-sized box of text, in capture pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineBox {
+    pub rect: Rect,
+    /// Median glyph-blob height: the text size, used to scale the crop for recognition.
+    pub text_h: i32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Blob {
+    x0: i32,
+    y0: i32,
+    x1: i32, // exclusive
+    y1: i32, // exclusive
+}
+
+impl Blob {
+    fn h(&self) -> i32 {
+        self.y1 - self.y0
+    }
+    fn w(&self) -> i32 {
+        self.x1 - self.x0
+    }
+}
+
+/// Find text labels inside `region` of an RGBA frame of width `width` (4 bytes per pixel).
+pub fn find_lines(rgba: &[u8], width: u32, height: u32, region: Rect) -> Vec<LineBox> {
+    let region = region.intersection(&Rect::new(0, 0, width as i32, height as i32));
+    if region.is_empty() || region.w < 2 {
+        return Vec::new();
+    }
+    let blobs = edge_blobs(rgba, width as usize, region);
+    let mut lines = group_blobs(blobs);
+    for l in &mut lines {
+        l.text_h = core_height(rgba, width as usize, &l.rect).unwrap_or(l.text_h);
+    }
+    lines
+}
+
+/// The x-height of the text in `r`: the rows where stroke edges are dense (at least a third of
+/// the densest row). Blob heights overestimate it when letters touch and ascenders join in.
+fn core_height(rgba: &[u8], width: usize, r: &Rect) -> Option<i32> {
+    let mut counts = Vec::with_capacity(r.h as usize);
+    for y in r.y..r.bottom() {
+        let row = &rgba[(y as usize * width + r.x as usize) * 4
+            ..(y as usize * width + r.right() as usize) * 4];
+        let n = row
+            .chunks_exact(4)
+            .zip(row.chunks_exact(4).skip(1))
+            .filter(|(a, b)| {
+                a[0].abs_diff(b[0])
+                    .max(a[1].abs_diff(b[1]))
+                    .max(a[2].abs_diff(b[2]))
+                    >= EDGE_THRESHOLD
+            })
+            .count();
+        counts.push(n);
+    }
+    let max = *counts.iter().max()?;
+    if max == 0 {
+        return None;
+    }
+    Some(counts.iter().filter(|&&c| c * 3 >= max).count() as i32)
+}
+
+/// Column runs of edge pixels at least this long are borders and separators, not letter strokes
+/// (the stem of an "l" in 13 px text at scale 2 is ~20 px). Erasing them keeps a button's text
+/// from joining its border, and a grid of buttons from becoming one tall blob.
+const RULE_RUN: usize = 23;
+
+fn erase_vertical_rules(mask: &mut [bool], w: usize, h: usize) {
+    for x in 0..w {
+        let mut y = 0;
+        while y < h {
+            if !mask[y * w + x] {
+                y += 1;
+                continue;
+            }
+            let start = y;
+            while y < h && mask[y * w + x] {
+                y += 1;
+            }
+            if y - start >= RULE_RUN {
+                for yy in start..y {
+                    mask[yy * w + x] = false;
+                }
+            }
+        }
+    }
+}
+
+/// Connected components of stroke runs, via union-find over runs of adjacent rows.
+fn edge_blobs(rgba: &[u8], width: usize, region: Rect) -> Vec<Blob> {
+    let (rx, ry, rw, rh) = (
+        region.x as usize,
+        region.y as usize,
+        region.w as usize,
+        region.h as usize,
+    );
+    // Runs per row: (x0, x1 exclusive) in region coordinates.
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    let mut row_start: Vec<usize> = Vec::with_capacity(rh + 1);
+    // Edge mask of the whole region first, so that vertical rules can be erased before blobs form.
+    let mut mask = vec![false; rw * rh];
+    for y in 0..rh {
+        let row = &rgba[((ry + y) * width + rx) * 4..((ry + y) * width + rx + rw) * 4];
+        let m = &mut mask[y * rw..(y + 1) * rw];
+        for x in 0..rw - 1 {
+            let a = &row[x * 4..x * 4 + 3];
+            let b = &row[x * 4 + 4..x * 4 + 7];
+            m[x] = a[0]
+                .abs_diff(b[0])
+                .max(a[1].abs_diff(b[1]))
+                .max(a[2].abs_diff(b[2]))
+                >= EDGE_THRESHOLD;
+        }
+    }
+    erase_vertical_rules(&mut mask, rw, rh);
+    for y in 0..rh {
+        row_start.push(runs.len());
+        let edge = &mask[y * rw..(y + 1) * rw];
+        let mut x = 0;
+        while x < rw {
+            if !edge[x] {
+                x += 1;
+                continue;
+            }
+            let start = x;
+            let mut end = x + 1; // exclusive end of the last edge pixel seen
+            let mut k = x + 1;
+            while k < rw && k <= end + RUN_GAP {
+                if edge[k] {
+                    end = k + 1;
+                }
+                k += 1;
+            }
+            // +1: an edge at x is a jump between x and x+1, so the stroke covers x+1 too.
+            runs.push((start as u32, (end + 1).min(rw) as u32));
+            x = end;
+        }
+    }
+    row_start.push(runs.len());
+
+    let mut parent: Vec<u32> = (0..runs.len() as u32).collect();
+    fn find(p: &mut [u32], mut i: u32) -> u32 {
+        while p[i as usize] != i {
+            p[i as usize] = p[p[i as usize] as usize];
+            i = p[i as usize];
+        }
+        i
+    }
+    for y in 1..rh {
+        let (mut i, ie) = (row_start[y - 1], row_start[y]);
+        let (mut j, je) = (row_start[y], row_start[y + 1]);
+        while i < ie && j < je {
+            let (a0, a1) = runs[i];
+            let (b0, b1) = runs[j];
+            // 8-connectivity: runs touching diagonally join.
+            if a0 <= b1 && b0 <= a1 {
+                let (ra, rb) = (find(&mut parent, i as u32), find(&mut parent, j as u32));
+                if ra != rb {
+                    parent[ra.max(rb) as usize] = ra.min(rb);
+                }
+            }
+            if a1 < b1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+    }
+    let mut slot: Vec<u32> = vec![u32::MAX; runs.len()];
+    let mut blobs: Vec<Blob> = Vec::new();
+    for y in 0..rh {
+        for r in row_start[y]..row_start[y + 1] {
+            let root = find(&mut parent, r as u32) as usize;
+            let (x0, x1) = runs[r];
+            let (x0, x1, yy) = (
+                x0 as i32 + rx as i32,
+                x1 as i32 + rx as i32,
+                (y + ry) as i32,
+            );
+            if slot[root] == u32::MAX {
+                slot[root] = blobs.len() as u32;
+                blobs.push(Blob {
+                    x0,
+                    y0: yy,
+                    x1,
+                    y1: yy + 1,
+                });
+            } else {
+                let b = &mut blobs[slot[root] as usize];
+                b.x0 = b.x0.min(x0);
+                b.x1 = b.x1.max(x1);
+                b.y1 = yy + 1;
+            }
+        }
+    }
+    blobs
+}
+
+/// A blob that is a vertical rule (a border, a separator, the rounded end of a filled button or
+/// chip) rather than a glyph: thin, and clearly taller than the text beside it.
+fn is_rule(b: &Blob, text_h: i32) -> bool {
+    // 1.8: taller than any letter of the label (ascender + descender over a median letter is ~1.5).
+    is_thin(b) && b.h() as f64 > 1.8 * text_h as f64
+}
+
+/// Narrow for its height: a stroke or a border side with its rounded corners.
+fn is_thin(b: &Blob) -> bool {
+    b.w() <= 8.max(b.h() / 4)
+}
+
+fn median(v: &mut [i32]) -> i32 {
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// Chain blobs left to right into labels (first pass: same baseline band, gap below a word space),
+/// then split each chain at rules and at gaps measured against its own letters (second pass).
+fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
+    blobs.retain(|b| b.h() <= MAX_TEXT_HEIGHT && b.w() <= 8 * MAX_TEXT_HEIGHT);
+    blobs.sort_by_key(|b| (b.x0, b.y0));
+
+    struct Open {
+        blobs: Vec<Blob>,
+        y0: i32,
+        y1: i32,
+        x1: i32,
+        core_h: i32,
+    }
+    let mut open: Vec<Open> = Vec::new();
+    let mut chains: Vec<Vec<Blob>> = Vec::new();
+    for b in blobs {
+        // Close labels that this blob (and every later one) is already too far right of.
+        let mut k = 0;
+        while k < open.len() {
+            let o = &open[k];
+            if (b.x0 - o.x1) as f64 > LABEL_GAP * o.core_h.max(MIN_SEED_HEIGHT) as f64 + 1.0 {
+                chains.push(open.swap_remove(k).blobs);
+            } else {
+                k += 1;
+            }
+        }
+        // Join the open label whose band this blob shares most. A blob much shorter than the
+        // label (but not punctuation) is text of another row or size, not part of this one.
+        let mut best: Option<(usize, i32)> = None;
+        for (k, o) in open.iter().enumerate() {
+            let ov = b.y1.min(o.y1) - b.y0.max(o.y0);
+            let need = (b.h().min(o.core_h) as f64 * 0.5).ceil() as i32;
+            let gap = b.x0 - o.x1;
+            let size_ok = (b.h() as f64) <= 2.2 * o.core_h as f64 + 2.0
+                && (b.h() < MIN_SEED_HEIGHT || b.h() * 2 >= o.core_h);
+            if ov >= need.max(1)
+                && size_ok
+                && (gap as f64) <= LABEL_GAP * o.core_h as f64 + 1.0
+                && best.is_none_or(|(_, bo)| ov > bo)
+            {
+                best = Some((k, ov));
+            }
+        }
+        match best {
+            Some((k, _)) => {
+                let o = &mut open[k];
+                o.blobs.push(b);
+                o.x1 = o.x1.max(b.x1);
+                if b.h() >= MIN_SEED_HEIGHT {
+                    o.y0 = o.y0.min(b.y0);
+                    o.y1 = o.y1.max(b.y1);
+                }
+                let mut hs: Vec<i32> = o
+                    .blobs
+                    .iter()
+                    .map(|b| b.h())
+                    .filter(|&h| h >= MIN_SEED_HEIGHT)
+                    .collect();
+                o.core_h = median(&mut hs).max(MIN_SEED_HEIGHT);
+            }
+            None => {
+                if b.h() >= 3 {
+                    open.push(Open {
+                        blobs: vec![b],
+                        y0: b.y0,
+                        y1: b.y1,
+                        x1: b.x1,
+                        core_h: b.h(),
+                    });
+                }
+            }
+        }
+    }
+    chains.extend(open.into_iter().map(|o| o.blobs));
+
+    let mut out = Vec::new();
+    for chain in chains {
+        let mut hs: Vec<i32> = chain
+            .iter()
+            .map(|b| b.h())
+            .filter(|&h| h >= MIN_SEED_HEIGHT)
+            .collect();
+        let text_h = median(&mut hs);
+        if text_h < MIN_SEED_HEIGHT {
+            continue;
+        }
+        // Second pass: rules (borders, fill edges) end a label and belong to none; a gap wider
+        // than a word space of *this* text ends it too.
+        let mut part: Vec<Blob> = Vec::new();
+        let mut parts: Vec<Vec<Blob>> = Vec::new();
+        for b in chain {
+            if is_rule(&b, text_h) {
+                parts.push(std::mem::take(&mut part));
+                continue;
+            }
+            let glyph_band = part.iter().filter(|p| p.h() >= MIN_SEED_HEIGHT).fold(
+                None,
+                |acc: Option<(i32, i32)>, p| {
+                    Some(acc.map_or((p.y0, p.y1), |(a, z)| (a.min(p.y0), z.max(p.y1))))
+                },
+            );
+            if b.h() < MIN_SEED_HEIGHT {
+                // A speck belongs to the label only inside its letters' band (a full stop, a
+                // dot of an i); rounded button corners above and below would bridge two labels.
+                let cy = (b.y0 + b.y1) / 2;
+                if glyph_band.is_some_and(|(a, z)| cy >= a && cy < z) {
+                    part.push(b);
+                }
+                continue;
+            }
+            if let Some(x1) = part.iter().map(|p| p.x1).max() {
+                if (b.x0 - x1) as f64 > LABEL_GAP * text_h as f64 + 1.0 {
+                    parts.push(std::mem::take(&mut part));
+                }
+            }
+            part.push(b);
+        }
+        parts.push(part);
+        for p in parts {
+            let mut r = Rect::default();
+            for b in &p {
+                if b.h() >= MIN_SEED_HEIGHT || p.len() <= 3 {
+                    r = r.union(&Rect::new(b.x0, b.y0, b.w(), b.h()));
+                } else {
+                    // Punctuation widens the box but must not stretch it vertically.
+                    r = r.union(&Rect::new(b.x0, r.y.max(b.y0).min(b.y1 - 1), b.w(), 1));
+                }
+            }
+            // A tiny speck is not a label, nor is a lone vertical line.
+            if r.w < 3 || r.h < MIN_SEED_HEIGHT || r.h > MAX_TEXT_HEIGHT {
+                continue;
+            }
+            if p.len() == 1 && is_thin(&p[0]) && r.h >= 20 && r.h >= 5 * r.w {
+                continue;
+            }
+            // Only tall thin strokes (the sides of buttons stacked in a grid): borders, not text.
+            if r.h > 24 && p.iter().all(|b| is_thin(b) || b.h() < MIN_SEED_HEIGHT) {
+                continue;
+            }
+            out.push(LineBox { rect: r, text_h });
+        }
+    }
+    out.sort_by_key(|l| (l.rect.y, l.rect.x));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Paint black rectangles ("glyphs") on a white RGBA canvas.
+    fn canvas(w: u32, h: u32, glyphs: &[Rect], bg: [u8; 3], fg: [u8; 3]) -> Vec<u8> {
+        let mut px = Vec::with_capacity((w * h * 4) as usize);
+        for _ in 0..w * h {
+            px.extend_from_slice(&[bg[0], bg[1], bg[2], 255]);
+        }
+        for g in glyphs {
+            for y in g.y..g.bottom() {
+                for x in g.x..g.right() {
+                    let i = ((y as u32 * w + x as u32) * 4) as usize;
+                    px[i..i + 3].copy_from_slice(&fg);
+                }
+            }
+        }
+        px
+    }
+
+    /// A word of `n` 6x10 glyphs with 2 px letter gaps starting at x.
+    fn word(x: i32, y: i32, n: i32) -> Vec<Rect> {
+        (0..n).map(|i| Rect::new(x + i * 8, y, 6, 10)).collect()
+    }
+
+    #[test]
+    fn words_with_word_spaces_are_one_label_wide_gaps_split() {
+        // "File Edit" (space 4 px) then a 30 px gap, then "View".
+        let mut g = word(10, 10, 4);
+        g.extend(word(10 + 32 + 4, 10, 4));
+        g.extend(word(10 + 32 + 4 + 32 + 30, 10, 4));
+        let px = canvas(300, 40, &g, [255; 3], [0; 3]);
+        let lines = find_lines(&px, 300, 40, Rect::new(0, 0, 300, 40));
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!((lines[0].rect.x - 10).abs() <= 1, "{lines:?}");
+        assert!(
+            lines[0].rect.right() >= 10 + 32 + 4 + 30
+                && lines[0].rect.right() <= 10 + 32 + 4 + 32 + 2
+        );
+        assert!((lines[1].rect.x - (10 + 32 + 4 + 32 + 30)).abs() <= 1);
+    }
+
+    #[test]
+    fn polarity_and_colour_do_not_matter() {
+        let g = word(20, 5, 3);
+        for (bg, fg) in [
+            ([255; 3], [0; 3]),
+            ([30; 3], [230; 3]),
+            ([40, 110, 220], [255; 3]),
+        ] {
+            let px = canvas(100, 20, &g, bg, fg);
+            let lines = find_lines(&px, 100, 20, Rect::new(0, 0, 100, 20));
+            assert_eq!(lines.len(), 1, "bg {bg:?}");
+        }
+    }
+
+    #[test]
+    fn separate_rows_are_separate_labels_and_rules_are_dropped() {
+        let mut g = word(10, 10, 3);
+        g.extend(word(10, 30, 3));
+        g.push(Rect::new(4, 0, 1, 60)); // a vertical separator
+        let px = canvas(100, 60, &g, [255; 3], [0; 3]);
+        let lines = find_lines(&px, 100, 60, Rect::new(0, 0, 100, 60));
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines.iter().all(|l| l.rect.x >= 9 && l.rect.h <= 12),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn region_restricts_and_empty_inputs_are_fine() {
+        let g = word(10, 10, 3);
+        let px = canvas(100, 40, &g, [255; 3], [0; 3]);
+        assert!(find_lines(&px, 100, 40, Rect::new(50, 0, 50, 40)).is_empty());
+        assert!(find_lines(&px, 100, 40, Rect::new(0, 0, 0, 0)).is_empty());
+        assert!(find_lines(&px, 100, 40, Rect::new(90, 30, 500, 500)).is_empty());
+        let blank = canvas(64, 64, &[], [200; 3], [0; 3]);
+        assert!(find_lines(&blank, 64, 64, Rect::new(0, 0, 64, 64)).is_empty());
+    }
+}

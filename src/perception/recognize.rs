@@ -1,0 +1,444 @@
+//! Reads label boxes: crops each one, normalises it to dark text on white at a size Tesseract reads well, stacks the strips into a few collages (one per worker), and maps the words back into labels in capture pixels.
+//!
+//! Why crops instead of the whole screen: Tesseract's layout analysis is both the slow part and the
+//! part that glues widgets together; a collage of clean one-line strips skips the first and cannot
+//! do the second. Why normalise by distance from the background colour: it makes light-on-dark,
+//! dark-on-light and white-on-blue the same problem, with no separate "invert" pass.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use image::{imageops, GrayImage};
+
+use super::engine::{EngineError, EnginePool, RawWord};
+use super::lines::LineBox;
+use crate::geometry::Rect;
+
+/// Text is scaled so that its median glyph height (≈ x-height) becomes about this many pixels.
+/// Tesseract's LSTM reads 10–11 px UI labels badly at native size (first letters go missing).
+const TARGET_TEXT_H: f64 = 16.0;
+const MAX_UPSCALE: f64 = 4.0;
+/// Words further apart than this many word heights are separate labels.
+const WORD_GAP: f64 = 0.9;
+/// Words Tesseract itself doubts this much are dropped (0–100).
+const MIN_WORD_CONF: f32 = 25.0;
+
+/// A recognised label in capture pixels, before it has an id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Label {
+    pub text: String,
+    pub rect: Rect,
+    /// 0–1.
+    pub conf: f32,
+}
+
+/// One normalised crop, ready to stack.
+pub struct Strip {
+    pub gray: GrayImage,
+    /// Capture-pixel origin of the crop and the factor it was scaled by.
+    pub origin: (i32, i32),
+    pub scale: f64,
+    key: u64,
+}
+
+/// Crop `line` out of the frame (with a little background around it) and normalise it.
+pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip {
+    let pad = (line.text_h / 3).clamp(2, 8);
+    let crop = line
+        .rect
+        .expand_within(pad, &Rect::new(0, 0, width as i32, height as i32));
+    let (cw, ch) = (crop.w as usize, crop.h as usize);
+    let px = |x: usize, y: usize| -> [u8; 3] {
+        let i = ((crop.y as usize + y) * width as usize + crop.x as usize + x) * 4;
+        [rgba[i], rgba[i + 1], rgba[i + 2]]
+    };
+    // Background: the most common colour in the crop (quantised). Text covers a minority of a
+    // label's box; for text on a chip or button the fill wins even when the crop's edges reach
+    // past the fill onto the page.
+    let mut hist_c: HashMap<u16, (u32, [u32; 3])> = HashMap::new();
+    for y in 0..ch {
+        for x in 0..cw {
+            let c = px(x, y);
+            let q = ((c[0] as u16 >> 3) << 10) | ((c[1] as u16 >> 3) << 5) | (c[2] as u16 >> 3);
+            let e = hist_c.entry(q).or_insert((0, [0; 3]));
+            e.0 += 1;
+            for k in 0..3 {
+                e.1[k] += c[k] as u32;
+            }
+        }
+    }
+    let (n, sum) = hist_c
+        .values()
+        .max_by_key(|v| v.0)
+        .copied()
+        .unwrap_or((1, [255; 3]));
+    let bg: Vec<i32> = sum.iter().map(|s| (s / n.max(1)) as i32).collect();
+    // Ink = distance from the background colour, stretched so the strongest strokes are black.
+    let mut dist = vec![0u8; cw * ch];
+    let mut hist = [0u32; 256];
+    for y in 0..ch {
+        for x in 0..cw {
+            let c = px(x, y);
+            let d = (0..3)
+                .map(|k| (c[k] as i32 - bg[k]).abs())
+                .max()
+                .unwrap_or(0) as u8;
+            dist[y * cw + x] = d;
+            hist[d as usize] += 1;
+        }
+    }
+    // The 99th percentile of ink among pixels that are ink at all sets full black.
+    let inked: u32 = hist[16..].iter().sum();
+    let mut top = 255u32;
+    let mut acc = 0u32;
+    for d in (16..256).rev() {
+        acc += hist[d];
+        if acc * 100 >= inked.max(1) {
+            top = d as u32;
+            break;
+        }
+    }
+    let top = top.max(48);
+    let gray = GrayImage::from_fn(cw as u32, ch as u32, |x, y| {
+        let d = dist[y as usize * cw + x as usize] as u32;
+        image::Luma([255 - (d * 255 / top).min(255) as u8])
+    });
+    let scale = (TARGET_TEXT_H / line.text_h.max(1) as f64).clamp(1.0, MAX_UPSCALE);
+    let gray = if scale > 1.01 {
+        imageops::resize(
+            &gray,
+            (cw as f64 * scale).round() as u32,
+            (ch as f64 * scale).round() as u32,
+            imageops::FilterType::Triangle,
+        )
+    } else {
+        gray
+    };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (gray.width(), gray.height()).hash(&mut h);
+    gray.as_raw().hash(&mut h);
+    Strip {
+        key: h.finish(),
+        gray,
+        origin: (crop.x, crop.y),
+        scale,
+    }
+}
+
+/// Words recognised per strip content, so a label whose pixels did not change is never read twice.
+#[derive(Default)]
+pub struct StripCache {
+    map: HashMap<u64, Vec<RawWord>>,
+}
+
+/// Bound on cached strips; past it the cache starts over (a screen has a few hundred labels).
+const CACHE_CAP: usize = 8192;
+
+impl StripCache {
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+    pub fn clear(&mut self) {
+        self.map.clear();
+    }
+}
+
+/// Recognise `lines` of a frame with the engines in `pool`, reusing `cache`. Returns the labels
+/// and how many strips actually went to Tesseract.
+pub fn recognise(
+    rgba: &[u8],
+    width: u32,
+    height: u32,
+    lines: &[LineBox],
+    pool: &EnginePool,
+    cache: &mut StripCache,
+) -> Result<(Vec<Label>, usize), EngineError> {
+    let strips: Vec<Strip> = lines
+        .iter()
+        .map(|l| make_strip(rgba, width, height, l))
+        .collect();
+    let todo: Vec<usize> = {
+        let mut seen = std::collections::HashSet::new();
+        (0..strips.len())
+            .filter(|&i| !cache.map.contains_key(&strips[i].key) && seen.insert(strips[i].key))
+            .collect()
+    };
+    // Balance the uncached strips over the workers by area, largest first.
+    let n = pool.len().min(todo.len()).max(1);
+    let mut order = todo.clone();
+    order.sort_by_key(|&i| {
+        std::cmp::Reverse(strips[i].gray.width() as u64 * strips[i].gray.height() as u64)
+    });
+    let mut groups: Vec<(u64, Vec<usize>)> = vec![(0, Vec::new()); n];
+    for i in order {
+        let g = groups.iter_mut().min_by_key(|g| g.0).expect("n >= 1");
+        g.0 += strips[i].gray.width() as u64 * strips[i].gray.height() as u64;
+        g.1.push(i);
+    }
+    let results: Vec<Result<Vec<(usize, Vec<RawWord>)>, EngineError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| !g.1.is_empty())
+            .map(|(wi, g)| {
+                let strips = &strips;
+                s.spawn(move || pool.with(wi, |engine| read_collage(engine, strips, &g.1)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(EngineError::Recognise("an OCR worker panicked".into()))
+                })
+            })
+            .collect()
+    });
+    if cache.map.len() + todo.len() > CACHE_CAP {
+        cache.map.clear();
+    }
+    for r in results {
+        for (i, words) in r? {
+            cache.map.insert(strips[i].key, words);
+        }
+    }
+    let mut labels = Vec::new();
+    for s in &strips {
+        if let Some(words) = cache.map.get(&s.key) {
+            labels.extend(words_to_labels(words, s));
+        }
+    }
+    Ok((labels, todo.len()))
+}
+
+static DUMP_SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Read each strip on its own as a single text line (no page layout analysis: measured, it was
+/// half of Tesseract's time on a collage, and it is what glues widgets together).
+fn read_collage(
+    engine: &mut super::engine::Engine,
+    strips: &[Strip],
+    idx: &[usize],
+) -> Result<Vec<(usize, Vec<RawWord>)>, EngineError> {
+    let mut out = Vec::with_capacity(idx.len());
+    for &i in idx {
+        let g = &strips[i].gray;
+        if let Some(dir) = std::env::var_os("VOXDESK_DEBUG_DIR") {
+            // Developer aid: the exact image Tesseract reads.
+            let n = DUMP_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let _ = g.save(std::path::Path::new(&dir).join(format!(
+                "strip-{n:04}-{}-{}.png",
+                strips[i].origin.0, strips[i].origin.1
+            )));
+        }
+        out.push((i, engine.read_gray(g.as_raw(), g.width(), g.height())?));
+    }
+    Ok(out)
+}
+
+/// Group one strip's words into labels (split at gaps wider than a word space) in capture pixels.
+fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Label> {
+    let mut words: Vec<&RawWord> = words
+        .iter()
+        .filter(|w| w.conf >= MIN_WORD_CONF && w.w > 0 && w.h > 0)
+        .collect();
+    words.sort_by_key(|w| w.x);
+    let mut groups: Vec<Vec<&RawWord>> = Vec::new();
+    for w in words {
+        let split = match groups.last().and_then(|g| g.last()) {
+            None => true,
+            Some(prev) => {
+                let gap = w.x - (prev.x + prev.w);
+                let wh = prev.h.max(w.h) as f64;
+                let same_row = (w.y + w.h / 2 - (prev.y + prev.h / 2)).abs() < (wh * 0.6) as i32;
+                gap as f64 > WORD_GAP * wh || !same_row
+            }
+        };
+        if split {
+            groups.push(vec![w]);
+        } else if let Some(g) = groups.last_mut() {
+            g.push(w);
+        }
+    }
+    groups
+        .into_iter()
+        .filter_map(|g| {
+            let text = clean_text(
+                &g.iter()
+                    .map(|w| w.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+            let conf = g.iter().map(|w| w.conf).sum::<f32>() / g.len() as f32 / 100.0;
+            if !plausible(&text, conf) {
+                return None;
+            }
+            let mut r = Rect::default();
+            for w in &g {
+                r = r.union(&Rect::new(w.x, w.y, w.w, w.h));
+            }
+            let s = strip.scale;
+            let x0 = strip.origin.0 + (r.x as f64 / s).floor() as i32;
+            let y0 = strip.origin.1 + (r.y as f64 / s).floor() as i32;
+            let x1 = strip.origin.0 + (r.right() as f64 / s).ceil() as i32;
+            let y1 = strip.origin.1 + (r.bottom() as f64 / s).ceil() as i32;
+            Some(Label {
+                text,
+                rect: Rect::new(x0, y0, (x1 - x0).max(1), (y1 - y0).max(1)),
+                conf: conf.clamp(0.0, 1.0),
+            })
+        })
+        .collect()
+}
+
+/// Trim border fragments that a crop can pick up at its ends (`|`, stray brackets, quotes).
+fn clean_text(t: &str) -> String {
+    let mut s = t.trim();
+    loop {
+        let before = s.len();
+        s = s.trim_matches(|c: char| {
+            matches!(c, '|' | '¦' | '‘' | '’' | '“' | '”' | '_' | '—') || c.is_whitespace()
+        });
+        for (open, close) in [('(', ')'), ('[', ']'), ('{', '}')] {
+            if s.starts_with(open) && !s.contains(close) {
+                s = &s[open.len_utf8()..];
+            }
+            if s.ends_with(close) && !s.contains(open) {
+                s = &s[..s.len() - close.len_utf8()];
+            }
+        }
+        if s.len() == before {
+            break;
+        }
+    }
+    s.to_string()
+}
+
+/// Single symbols that are whole labels on keypads and toolbars.
+const SYMBOL_KEYS: &str = "+-*/=×÷%<>()";
+
+/// Is this plausibly text rather than an icon read as letters?
+fn plausible(text: &str, conf: f32) -> bool {
+    let n = text.chars().count();
+    let alnum = text.chars().filter(|c| c.is_alphanumeric()).count();
+    if n == 1 && SYMBOL_KEYS.contains(text) {
+        // Calculator and editor keys ("+", "=") are labels too, but icons read as these often.
+        return conf >= 0.80;
+    }
+    if alnum == 0 {
+        return false;
+    }
+    if n == 1 {
+        return conf >= 0.75;
+    }
+    if n <= 3 && conf < 0.55 {
+        return false;
+    }
+    alnum * 2 >= n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(text: &str, x: i32, wd: i32, conf: f32) -> RawWord {
+        RawWord {
+            text: text.into(),
+            x,
+            y: 10,
+            w: wd,
+            h: 20,
+            conf,
+        }
+    }
+
+    #[test]
+    fn words_split_at_wide_gaps_and_map_back_through_the_scale() {
+        let strip = Strip {
+            gray: GrayImage::new(1, 1),
+            origin: (100, 50),
+            scale: 2.0,
+            key: 0,
+        };
+        let words = [
+            w("Save", 0, 40, 95.0),
+            w("As", 48, 20, 90.0),
+            w("Open", 120, 40, 90.0),
+        ];
+        let labels = words_to_labels(&words, &strip);
+        assert_eq!(labels.len(), 2);
+        assert_eq!(labels[0].text, "Save As");
+        assert_eq!(labels[0].rect, Rect::new(100, 55, 34, 10));
+        assert_eq!(labels[1].text, "Open");
+        assert!((labels[0].conf - 0.925).abs() < 1e-6);
+    }
+
+    #[test]
+    fn junk_is_dropped() {
+        let strip = Strip {
+            gray: GrayImage::new(1, 1),
+            origin: (0, 0),
+            scale: 1.0,
+            key: 0,
+        };
+        for (t, c) in [
+            ("©", 90.0),
+            ("|", 99.0),
+            ("e", 50.0),
+            ("~=-", 90.0),
+            ("ab", 10.0),
+        ] {
+            assert!(words_to_labels(&[w(t, 0, 10, c)], &strip).is_empty(), "{t}");
+        }
+        assert_eq!(
+            words_to_labels(&[w("7", 0, 10, 90.0)], &strip).len(),
+            1,
+            "lone digits are labels (calculator keys)"
+        );
+    }
+
+    #[test]
+    fn clean_text_trims_border_fragments() {
+        assert_eq!(clean_text("| Save |"), "Save");
+        assert_eq!(clean_text("(Open"), "Open");
+        assert_eq!(clean_text("Size (KB)"), "Size (KB)");
+        assert_eq!(clean_text("[x]"), "[x]");
+    }
+
+    #[test]
+    fn strip_normalises_light_on_dark_to_dark_on_white() {
+        // 40x20 dark frame with a light 10x8 block in the middle.
+        let (wd, ht) = (40u32, 20u32);
+        let mut px = vec![0u8; (wd * ht * 4) as usize];
+        for y in 0..ht {
+            for x in 0..wd {
+                let i = ((y * wd + x) * 4) as usize;
+                let v = if (15..25).contains(&x) && (6..14).contains(&y) {
+                    230
+                } else {
+                    30
+                };
+                px[i..i + 4].copy_from_slice(&[v, v, v, 255]);
+            }
+        }
+        let s = make_strip(
+            &px,
+            wd,
+            ht,
+            &LineBox {
+                rect: Rect::new(15, 6, 10, 8),
+                text_h: 8,
+            },
+        );
+        let (cw, ch) = s.gray.dimensions();
+        assert_eq!(s.gray.get_pixel(0, 0).0[0], 255, "background becomes white");
+        assert!(
+            s.gray.get_pixel(cw / 2, ch / 2).0[0] < 40,
+            "text becomes dark"
+        );
+        assert!(s.scale > 1.0, "small text is upscaled");
+    }
+}

@@ -1,0 +1,5 @@
+//! Integration tests: the `voxdesk` binary on fixture images, real Tesseract, and — under `cargo xtask test` — a real X server with real windows.
+
+mod desktop;
+mod perception;
+mod util;

@@ -1,0 +1,165 @@
+//! Shared test helpers: the binary, fixture paths, the virtual-desktop gate and private X servers.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_voxdesk"));
+    c.env("OMP_THREAD_LIMIT", "1");
+    c
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/ui")
+        .join(name)
+}
+
+pub fn output(c: &mut Command) -> Output {
+    c.output().expect("run voxdesk")
+}
+
+/// stderr of a failed command must be one clear line, never a panic.
+pub fn assert_clean_failure(o: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success(),
+        "expected failure, got success; stderr: {err}"
+    );
+    assert_ne!(
+        o.status.code(),
+        Some(101),
+        "exit code 101 is a panic: {err}"
+    );
+    assert!(!err.contains("panicked"), "panic: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line expected: {err}");
+    assert!(lines[0].starts_with("voxdesk: error:"), "{err}");
+    assert!(
+        lines[0].to_lowercase().contains(&needle.to_lowercase()),
+        "expected {needle:?} in {err}"
+    );
+}
+
+/// The display of the virtual desktop `cargo xtask test` started, or `None` (with a clear
+/// message) outside it. Under `CI=true` a missing rig fails the test instead of skipping it.
+pub fn rig() -> Option<String> {
+    let display = std::env::var("DISPLAY").ok().filter(|d| !d.is_empty());
+    let in_rig = std::env::var("VOXDESK_RIG").is_ok_and(|v| v == "1");
+    match display {
+        Some(d) if in_rig => Some(d),
+        _ => {
+            let msg = "this test needs the virtual desktop: run it with `cargo xtask test` (it starts a private Xvfb + openbox)";
+            if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
+                panic!("{msg}");
+            }
+            eprintln!("SKIPPED: {msg}");
+            None
+        }
+    }
+}
+
+/// An X server of the test's own (to break things without touching the shared rig).
+pub struct PrivateX {
+    pub display: String,
+    children: Vec<Child>,
+}
+
+impl PrivateX {
+    pub fn start(extra_args: &[&str], with_wm: bool) -> PrivateX {
+        let mut n = 500 + (std::process::id() % 300);
+        while Path::new(&format!("/tmp/.X{n}-lock")).exists()
+            || Path::new(&format!("/tmp/.X11-unix/X{n}")).exists()
+        {
+            n += 1;
+        }
+        let display = format!(":{n}");
+        let x = Command::new("Xvfb")
+            .args([
+                display.as_str(),
+                "-screen",
+                "0",
+                "1280x800x24",
+                "-nolisten",
+                "tcp",
+                "-noreset",
+            ])
+            .args(extra_args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("Xvfb");
+        let mut me = PrivateX {
+            display,
+            children: vec![x],
+        };
+        wait_for(Duration::from_secs(10), || {
+            Command::new("xdpyinfo")
+                .env("DISPLAY", &me.display)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+        let _ = Command::new("xrandr")
+            .env("DISPLAY", &me.display)
+            .args(["--output", "screen", "--primary"])
+            .status();
+        let _ = Command::new("xsetroot")
+            .env("DISPLAY", &me.display)
+            .args(["-solid", "#3a6ea5"])
+            .status();
+        if with_wm {
+            let wm = Command::new("openbox")
+                .env("DISPLAY", &me.display)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("openbox");
+            me.children.push(wm);
+            wait_for(Duration::from_secs(10), || {
+                Command::new("xprop")
+                    .env("DISPLAY", &me.display)
+                    .args(["-root", "_NET_SUPPORTING_WM_CHECK"])
+                    .output()
+                    .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("window id"))
+            });
+        }
+        me
+    }
+
+    /// Kill the X server (and the WM) now.
+    pub fn kill(&mut self) {
+        while let Some(mut c) = self.children.pop() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for PrivateX {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn wait_for(timeout: Duration, mut ok: impl FnMut() -> bool) -> bool {
+    let t = Instant::now();
+    while t.elapsed() < timeout {
+        if ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// A child process killed when the test ends, pass or fail.
+pub struct Guard(pub Child);
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -1,0 +1,486 @@
+//! `cargo xtask test|demo|fixtures|rig`: installs what voxdesk needs, runs it on a private virtual desktop (Xvfb + openbox on a display of its own) and always tears that desktop down.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+/// Packages to build voxdesk (the -sys crates: Tesseract, Leptonica, xcap's X11/Wayland/PipeWire code).
+const BUILD_PKGS: &[&str] = &[
+    "libclang-dev",
+    "libtesseract-dev",
+    "libleptonica-dev",
+    "libasound2-dev",
+    "libpipewire-0.3-dev",
+    "libgbm-dev",
+    "libwayland-dev",
+    "libxkbcommon-dev",
+    "libxcb-randr0-dev",
+    "pkg-config",
+    "libx11-dev",
+    "libxcb1-dev",
+];
+/// Packages to run it and its tests on a virtual desktop.
+const RUN_PKGS: &[&str] = &[
+    "xvfb",
+    "xdotool",
+    "tesseract-ocr",
+    "tesseract-ocr-eng",
+    "xterm",
+    "x11-apps",
+    "x11-utils",
+    "x11-xserver-utils",
+    "openbox",
+];
+/// Packages to render the UI fixtures (headless Chromium and the fonts the pages name).
+const FIXTURE_PKGS: &[&str] = &["chromium", "fonts-dejavu-core", "fonts-liberation2"];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let res = match args.first().map(String::as_str) {
+        Some("test") => test(&args[1..]),
+        Some("demo") => demo(),
+        Some("fixtures") => fixtures(),
+        Some("rig") => rig_shell(&args[1..]),
+        Some("deps") => ensure_packages(&[BUILD_PKGS, RUN_PKGS].concat()),
+        _ => {
+            eprintln!("usage: cargo xtask <test|demo|fixtures|deps|rig -- CMD...>\n  test      every test, desktop tests on a private Xvfb\n  demo      voxdesk on a private virtual desktop with xcalc\n  fixtures  re-render tests/fixtures/ui with headless Chromium\n  rig CMD   run CMD inside a private virtual desktop");
+            return ExitCode::from(2);
+        }
+    };
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+fn installed(pkg: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", pkg])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        .unwrap_or(false)
+}
+
+/// Install missing Debian packages as root; otherwise print the exact command and stop.
+fn ensure_packages(pkgs: &[&str]) -> Result<()> {
+    let missing: Vec<&str> = pkgs.iter().copied().filter(|p| !installed(p)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let cmd = format!("apt-get update && apt-get install -y {}", missing.join(" "));
+    if !is_root() {
+        bail!(
+            "missing Debian packages: {}\nrun as root:\n  sudo sh -c '{cmd}'",
+            missing.join(" ")
+        );
+    }
+    eprintln!("xtask: installing {}", missing.join(" "));
+    run(Command::new("apt-get").arg("update").stdout(Stdio::null()))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "--no-install-recommends"])
+        .args(&missing)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .stdout(Stdio::null()))?;
+    Ok(())
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let st = cmd.status().with_context(|| format!("starting {cmd:?}"))?;
+    if !st.success() {
+        bail!("{cmd:?} failed with {st}");
+    }
+    Ok(())
+}
+
+/// A private virtual desktop. Dropping it kills everything it started, and nothing else.
+struct Rig {
+    display: String,
+    runtime: tempfile_dir::Dir,
+    children: Arc<Mutex<Vec<Child>>>,
+}
+
+mod tempfile_dir {
+    //! A directory removed on drop (std has no temp-dir type; one struct is not worth a crate here).
+    use std::path::{Path, PathBuf};
+    pub struct Dir(PathBuf);
+    impl Dir {
+        pub fn new(prefix: &str) -> std::io::Result<Dir> {
+            let p = std::env::temp_dir().join(format!(
+                "{prefix}-{}-{}",
+                std::process::id(),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0)
+            ));
+            std::fs::create_dir_all(&p)?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700))?;
+            }
+            Ok(Dir(p))
+        }
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn free_display() -> Result<u32> {
+    for n in 90..400 {
+        if !Path::new(&format!("/tmp/.X{n}-lock")).exists()
+            && !Path::new(&format!("/tmp/.X11-unix/X{n}")).exists()
+        {
+            return Ok(n);
+        }
+    }
+    bail!("no free X display number between :90 and :399")
+}
+
+fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) -> Result<()> {
+    let t = Instant::now();
+    while t.elapsed() < timeout {
+        if ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("timed out after {timeout:?} waiting for {what}")
+}
+
+impl Rig {
+    fn start() -> Result<Rig> {
+        let runtime = tempfile_dir::Dir::new("voxdesk-rig")?;
+        let children: Arc<Mutex<Vec<Child>>> = Arc::default();
+        // Tear down on Ctrl-C / SIGTERM too: the handler kills what the rig started, then exits.
+        let for_signal = children.clone();
+        let _ = ctrlc::set_handler(move || {
+            kill_all(&for_signal);
+            std::process::exit(130);
+        });
+        let n = free_display()?;
+        let display = format!(":{n}");
+        let child = Command::new("Xvfb")
+            .args([
+                &display,
+                "-screen",
+                "0",
+                "1920x1080x24",
+                "-nolisten",
+                "tcp",
+                "-noreset",
+                "+extension",
+                "XTEST",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting Xvfb (apt-get install xvfb)")?;
+        children.lock().unwrap().push(child);
+        // From here on, dropping `rig` tears down whatever has started, whatever fails next.
+        let rig = Rig {
+            display: display.clone(),
+            runtime,
+            children,
+        };
+        wait_until(
+            &format!("Xvfb on {display}"),
+            Duration::from_secs(10),
+            || {
+                rig.cmd("xdpyinfo")
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+            },
+        )?;
+        rig.finish_start()
+    }
+
+    fn finish_start(self) -> Result<Rig> {
+        // xcap reports no primary monitor unless one is marked (it sticks only with -noreset).
+        run(self.cmd("xrandr").args(["--output", "screen", "--primary"]))?;
+        // A desktop colour, as a real session has: an untouched Xvfb root is pure black, which
+        // `voxdesk doctor` rightly reports as a broken capture.
+        run(self.cmd("xsetroot").args(["-solid", "#3a6ea5"]))?;
+        let wm = self
+            .cmd("openbox")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting openbox (apt-get install openbox)")?;
+        self.children.lock().unwrap().push(wm);
+        wait_until("openbox", Duration::from_secs(10), || {
+            self.cmd("xprop")
+                .args(["-root", "_NET_SUPPORTING_WM_CHECK"])
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("window id"))
+        })?;
+        eprintln!(
+            "xtask: virtual desktop {} (1920x1080, openbox) ready",
+            self.display
+        );
+        Ok(self)
+    }
+
+    /// A command that runs inside this desktop only.
+    fn cmd(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        c.env("DISPLAY", &self.display)
+            .env("XDG_RUNTIME_DIR", self.runtime.path())
+            .env("VOXDESK_RIG", "1")
+            .env("OMP_THREAD_LIMIT", "1")
+            .env_remove("WAYLAND_DISPLAY")
+            .env_remove("XDG_SESSION_TYPE");
+        c
+    }
+}
+
+fn kill_all(children: &Mutex<Vec<Child>>) {
+    let mut v = children.lock().unwrap_or_else(|p| p.into_inner());
+    // Reverse order: the window manager before the X server.
+    while let Some(mut c) = v.pop() {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        kill_all(&self.children);
+        eprintln!("xtask: virtual desktop {} torn down", self.display);
+    }
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+/// Every test: unit tests and the integration tests, the desktop ones on a private Xvfb.
+fn test(extra: &[String]) -> Result<()> {
+    ensure_packages(&[BUILD_PKGS, RUN_PKGS].concat())?;
+    // Build first, outside the rig: a long compile should not hold a display.
+    run(cargo().args(["test", "--workspace", "--no-run"]))?;
+    let rig = Rig::start()?;
+    let mut c = rig.cmd(&std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root())
+        .args(["test", "--workspace"])
+        .args(extra);
+    let st = c.status().context("running cargo test")?;
+    drop(rig);
+    if !st.success() {
+        bail!("tests failed ({st})");
+    }
+    Ok(())
+}
+
+/// The demo: xcalc on a private desktop, one observation, the annotated picture written.
+fn demo() -> Result<()> {
+    ensure_packages(&[BUILD_PKGS, RUN_PKGS].concat())?;
+    run(cargo().args(["build", "--release", "--bin", "voxdesk"]))?;
+    let bin = root().join("target/release/voxdesk");
+    let out = root().join("out/demo");
+    std::fs::create_dir_all(&out)?;
+    let rig = Rig::start()?;
+    run(rig.cmd(bin.to_str().unwrap()).arg("doctor"))?;
+    let calc = rig
+        .cmd("xcalc")
+        .args(["-geometry", "360x480+200+150"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting xcalc (apt-get install x11-apps)")?;
+    rig.children.lock().unwrap().push(calc);
+    wait_until("the xcalc window", Duration::from_secs(10), || {
+        rig.cmd("xdotool")
+            .args(["search", "--class", "XCalc"])
+            .output()
+            .is_ok_and(|o| !o.stdout.is_empty())
+    })?;
+    // Give it focus the way a user would, by clicking into it.
+    let _ = rig
+        .cmd("xdotool")
+        .args(["search", "--class", "XCalc", "windowactivate", "--sync"])
+        .status();
+    std::thread::sleep(Duration::from_millis(300));
+    let png = out.join("look.png");
+    run(rig
+        .cmd(bin.to_str().unwrap())
+        .args(["look", "--annotate"])
+        .arg(&png))?;
+    let json = rig
+        .cmd(bin.to_str().unwrap())
+        .args(["look", "--json"])
+        .output()?;
+    std::fs::write(out.join("look.json"), &json.stdout)?;
+    drop(rig);
+    println!(
+        "\nannotated picture (what the model sees): {}\nobservation JSON: {}",
+        png.display(),
+        out.join("look.json").display()
+    );
+    Ok(())
+}
+
+/// `cargo xtask rig -- CMD ARGS`: run any command inside a private desktop (for benchmarks, debugging).
+fn rig_shell(args: &[String]) -> Result<()> {
+    let args: Vec<&String> = args.iter().skip_while(|a| *a == "--").collect();
+    let Some((prog, rest)) = args.split_first() else {
+        bail!("usage: cargo xtask rig -- CMD [ARGS]")
+    };
+    ensure_packages(RUN_PKGS)?;
+    let rig = Rig::start()?;
+    let st = rig.cmd(prog).args(rest).current_dir(root()).status()?;
+    drop(rig);
+    if !st.success() {
+        bail!("{prog} exited with {st}");
+    }
+    Ok(())
+}
+
+/// Render the UI fixtures: each page × theme × scale to a 1920x1080 PNG plus its DOM ground truth.
+fn fixtures() -> Result<()> {
+    ensure_packages(FIXTURE_PKGS)?;
+    let pages = root().join("tests/fixtures/pages");
+    let out = root().join("tests/fixtures/ui");
+    std::fs::create_dir_all(&out)?;
+    let profile = tempfile_dir::Dir::new("voxdesk-chromium")?;
+    for page in ["files", "settings"] {
+        for theme in ["light", "dark"] {
+            for scale in [1u32, 2] {
+                let name = format!("{page}-{theme}-{scale}x");
+                render(
+                    &pages.join(format!("{page}.html")),
+                    theme,
+                    scale,
+                    false,
+                    &out.join(&name),
+                    profile.path(),
+                )?;
+                if theme == "light" {
+                    render(
+                        &pages.join(format!("{page}.html")),
+                        theme,
+                        scale,
+                        true,
+                        &out.join(format!("{name}.changed")),
+                        profile.path(),
+                    )?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Chromium's window chrome in `--dump-dom` mode: the viewport is this much shorter than the
+/// window (measured: 143 CSS px), while `--screenshot` gives the window size as the viewport.
+const DUMP_DOM_CHROME: u32 = 143;
+
+fn chromium(profile: &Path, scale: u32, w: u32, h: u32) -> Command {
+    let mut c = Command::new("chromium");
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--font-render-hinting=none",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .arg(format!("--force-device-scale-factor={scale}"))
+    .arg(format!("--window-size={w},{h}"))
+    .stderr(Stdio::null());
+    c
+}
+
+fn render(
+    page: &Path,
+    theme: &str,
+    scale: u32,
+    changed: bool,
+    out: &Path,
+    profile: &Path,
+) -> Result<()> {
+    let url = format!(
+        "file://{}?theme={theme}{}",
+        page.display(),
+        if changed { "&changed=1" } else { "" }
+    );
+    let (w, h) = (1920 / scale, 1080 / scale);
+    let png = PathBuf::from(format!("{}.png", out.display()));
+    run(chromium(profile, scale, w, h)
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(&url)
+        .stdout(Stdio::null()))?;
+    if changed {
+        return Ok(());
+    }
+    let dom = chromium(profile, scale, w, h + DUMP_DOM_CHROME)
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()?;
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let start = dom
+        .find("<script id=\"gt\" type=\"application/json\">")
+        .context("no ground truth in the dumped DOM")?;
+    let body = &dom[start..];
+    let json = &body[body.find('>').unwrap() + 1
+        ..body
+            .find("</script>")
+            .context("unterminated ground truth")?];
+    let json = json
+        .replace("&amp;", "&")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">");
+    let size = |key: &str| {
+        json.split(&format!("\"{key}\":"))
+            .nth(1)
+            .and_then(|s| s.split(',').next())
+            .and_then(|s| s.parse::<u32>().ok())
+    };
+    if size("width") != Some(1920) || size("height") != Some(1080) {
+        bail!(
+            "{}: ground truth viewport {:?}x{:?} does not match the 1920x1080 screenshot",
+            out.display(),
+            size("width"),
+            size("height")
+        );
+    }
+    std::fs::write(PathBuf::from(format!("{}.json", out.display())), json)?;
+    eprintln!("xtask: {}", png.display());
+    Ok(())
+}
