@@ -20,6 +20,10 @@ const MAX_TEXT_HEIGHT: i32 = 120;
 const MIN_SEED_HEIGHT: i32 = 5;
 /// A gap wider than this many line heights separates two labels (a word space is ~0.3–0.5).
 const LABEL_GAP: f64 = 0.8;
+/// The first pass chains more loosely (its height estimate is rough); the second pass splits.
+const CHAIN_GAP: f64 = 1.6;
+/// Blobs up to this tall may be punctuation (a comma at scale 2 is 7 px) and join any label.
+const PUNCT_MAX_H: i32 = 8;
 
 /// One label-sized box of text, in capture pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,7 +266,7 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
         let mut k = 0;
         while k < open.len() {
             let o = &open[k];
-            if (b.x0 - o.x1) as f64 > LABEL_GAP * o.core_h.max(MIN_SEED_HEIGHT) as f64 + 1.0 {
+            if (b.x0 - o.x1) as f64 > CHAIN_GAP * o.core_h.max(MIN_SEED_HEIGHT) as f64 + 1.0 {
                 chains.push(open.swap_remove(k).blobs);
             } else {
                 k += 1;
@@ -276,10 +280,10 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
             let need = (b.h().min(o.core_h) as f64 * 0.5).ceil() as i32;
             let gap = b.x0 - o.x1;
             let size_ok = (b.h() as f64) <= 2.2 * o.core_h as f64 + 2.0
-                && (b.h() < MIN_SEED_HEIGHT || b.h() * 2 >= o.core_h);
+                && (b.h() <= PUNCT_MAX_H || b.h() * 2 >= o.core_h);
             if ov >= need.max(1)
                 && size_ok
-                && (gap as f64) <= LABEL_GAP * o.core_h as f64 + 1.0
+                && (gap as f64) <= CHAIN_GAP * o.core_h as f64 + 1.0
                 && best.is_none_or(|(_, bo)| ov > bo)
             {
                 best = Some((k, ov));
@@ -328,6 +332,19 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
         if text_h < MIN_SEED_HEIGHT {
             continue;
         }
+        // Gaps are judged against the letter height (upper quartile: capitals and ascenders,
+        // which nearly every label has), not the median blob, which at scale 2 is often an
+        // x-height letter and would cut "Mar 3, 2024" at its word spaces.
+        let letters: Vec<i32> = hs
+            .iter()
+            .copied()
+            .filter(|&h| h as f64 <= 1.8 * text_h as f64)
+            .collect();
+        let letter_h = letters
+            .get(letters.len() * 3 / 4)
+            .copied()
+            .unwrap_or(text_h)
+            .max(text_h);
         // Second pass: rules (borders, fill edges) end a label and belong to none; a gap wider
         // than a word space of *this* text ends it too.
         let mut part: Vec<Blob> = Vec::new();
@@ -353,7 +370,7 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
                 continue;
             }
             if let Some(x1) = part.iter().map(|p| p.x1).max() {
-                if (b.x0 - x1) as f64 > LABEL_GAP * text_h as f64 + 1.0 {
+                if (b.x0 - x1) as f64 > LABEL_GAP * letter_h as f64 + 1.0 {
                     parts.push(std::mem::take(&mut part));
                 }
             }

@@ -18,6 +18,8 @@ use crate::geometry::Rect;
 /// Tesseract's LSTM reads 10–11 px UI labels badly at native size (first letters go missing).
 const TARGET_TEXT_H: f64 = 16.0;
 const MAX_UPSCALE: f64 = 4.0;
+/// White margin around each strip, in strip pixels.
+const STRIP_BORDER: u32 = 10;
 /// Words further apart than this many word heights are separate labels.
 const WORD_GAP: f64 = 0.9;
 /// Words Tesseract itself doubts this much are dropped (0–100).
@@ -38,26 +40,31 @@ pub struct Strip {
     /// Capture-pixel origin of the crop and the factor it was scaled by.
     pub origin: (i32, i32),
     pub scale: f64,
+    /// White margin added around the scaled crop, in strip pixels.
+    pub border: u32,
     key: u64,
 }
 
 /// Crop `line` out of the frame (with a little background around it) and normalise it.
 pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip {
-    let pad = (line.text_h / 3).clamp(2, 8);
-    let crop = line
-        .rect
-        .expand_within(pad, &Rect::new(0, 0, width as i32, height as i32));
+    let frame = Rect::new(0, 0, width as i32, height as i32);
+    let tight = line.rect.intersection(&frame);
+    // Pixels further than this from the label's letters belong to something else (a chip's
+    // rounded end, the next button's border) and are painted background.
+    let keep = tight.expand_within((line.text_h * 2 / 5).max(1), &frame);
+    let pad = (line.text_h / 2).clamp(2, 10);
+    let crop = tight.expand_within(pad, &frame);
+    let keep = keep.intersection(&crop);
     let (cw, ch) = (crop.w as usize, crop.h as usize);
-    let px = |x: usize, y: usize| -> [u8; 3] {
-        let i = ((crop.y as usize + y) * width as usize + crop.x as usize + x) * 4;
+    let px = |x: i32, y: i32| -> [u8; 3] {
+        let i = (y as usize * width as usize + x as usize) * 4;
         [rgba[i], rgba[i + 1], rgba[i + 2]]
     };
-    // Background: the most common colour in the crop (quantised). Text covers a minority of a
-    // label's box; for text on a chip or button the fill wins even when the crop's edges reach
-    // past the fill onto the page.
+    // Background: the most common colour behind the letters (quantised). Text covers a
+    // minority of its own box, so on a chip or a button the fill wins.
     let mut hist_c: HashMap<u16, (u32, [u32; 3])> = HashMap::new();
-    for y in 0..ch {
-        for x in 0..cw {
+    for y in tight.y..tight.bottom() {
+        for x in tight.x..tight.right() {
             let c = px(x, y);
             let q = ((c[0] as u16 >> 3) << 10) | ((c[1] as u16 >> 3) << 5) | (c[2] as u16 >> 3);
             let e = hist_c.entry(q).or_insert((0, [0; 3]));
@@ -75,17 +82,28 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
     let bg: Vec<i32> = sum.iter().map(|s| (s / n.max(1)) as i32).collect();
     // Ink = distance from the background colour, stretched so the strongest strokes are black.
     let mut dist = vec![0u8; cw * ch];
-    let mut hist = [0u32; 256];
-    for y in 0..ch {
-        for x in 0..cw {
+    for y in keep.y..keep.bottom() {
+        for x in keep.x..keep.right() {
             let c = px(x, y);
             let d = (0..3)
                 .map(|k| (c[k] as i32 - bg[k]).abs())
                 .max()
                 .unwrap_or(0) as u8;
-            dist[y * cw + x] = d;
-            hist[d as usize] += 1;
+            dist[(y - crop.y) as usize * cw + (x - crop.x) as usize] = d;
         }
+    }
+    // What surrounds a chip or button (the page around its rounded ends) is not ink: clear
+    // everything that has the crop's outer colour and is connected to the crop's edge.
+    let (kx, ky) = ((keep.x - crop.x) as usize, (keep.y - crop.y) as usize);
+    clear_surroundings(
+        &mut dist,
+        cw,
+        (kx, ky, keep.w as usize, keep.h as usize),
+        |x, y| px(crop.x + x as i32, crop.y + y as i32),
+    );
+    let mut hist = [0u32; 256];
+    for &d in &dist {
+        hist[d as usize] += 1;
     }
     // The 99th percentile of ink among pixels that are ink at all sets full black.
     let inked: u32 = hist[16..].iter().sum();
@@ -114,14 +132,87 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
     } else {
         gray
     };
+    // Tesseract misses letters that touch the image edge: give every strip a white margin.
+    let border = STRIP_BORDER;
+    let mut framed = GrayImage::from_pixel(
+        gray.width() + 2 * border,
+        gray.height() + 2 * border,
+        image::Luma([255]),
+    );
+    imageops::replace(&mut framed, &gray, border as i64, border as i64);
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    (gray.width(), gray.height()).hash(&mut h);
-    gray.as_raw().hash(&mut h);
+    (framed.width(), framed.height()).hash(&mut h);
+    framed.as_raw().hash(&mut h);
     Strip {
         key: h.finish(),
-        gray,
+        gray: framed,
         origin: (crop.x, crop.y),
         scale,
+        border,
+    }
+}
+
+/// Flood from the crop's edge over pixels of the edge's dominant colour (when that is not the
+/// label's background) and mark them as no ink.
+fn clear_surroundings(
+    dist: &mut [u8],
+    stride: usize,
+    region: (usize, usize, usize, usize),
+    px: impl Fn(usize, usize) -> [u8; 3],
+) {
+    let (x0, y0, w, h) = region;
+    if w < 3 || h < 3 {
+        return;
+    }
+    let (x1, y1) = (x0 + w - 1, y0 + h - 1);
+    let ring: Vec<(usize, usize)> = (x0..=x1)
+        .flat_map(|x| [(x, y0), (x, y1)])
+        .chain((y0 + 1..y1).flat_map(|y| [(x0, y), (x1, y)]))
+        .collect();
+    // Only when the region's edge is largely ink (i.e. not the label's background) is there a
+    // surrounding to clear.
+    let inked: Vec<&(usize, usize)> = ring
+        .iter()
+        .filter(|&&(x, y)| dist[y * stride + x] >= 48)
+        .collect();
+    if inked.len() * 5 < ring.len() {
+        return;
+    }
+    let mut counts: HashMap<u16, (u32, [u8; 3])> = HashMap::new();
+    for &&(x, y) in &inked {
+        let c = px(x, y);
+        let q = ((c[0] as u16 >> 3) << 10) | ((c[1] as u16 >> 3) << 5) | (c[2] as u16 >> 3);
+        counts.entry(q).or_insert((0, c)).0 += 1;
+    }
+    let Some(&(_, outer)) = counts.values().max_by_key(|v| v.0) else {
+        return;
+    };
+    let close = |c: [u8; 3]| (0..3).all(|k| c[k].abs_diff(outer[k]) < 40);
+    let mut seen = vec![false; stride * (y1 + 1)];
+    let mut stack: Vec<(usize, usize)> =
+        ring.into_iter().filter(|&(x, y)| close(px(x, y))).collect();
+    while let Some((x, y)) = stack.pop() {
+        let i = y * stride + x;
+        if seen[i] {
+            continue;
+        }
+        seen[i] = true;
+        if !close(px(x, y)) {
+            continue;
+        }
+        dist[i] = 0;
+        if x > x0 {
+            stack.push((x - 1, y));
+        }
+        if x < x1 {
+            stack.push((x + 1, y));
+        }
+        if y > y0 {
+            stack.push((x, y - 1));
+        }
+        if y < y1 {
+            stack.push((x, y + 1));
+        }
     }
 }
 
@@ -281,10 +372,11 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Label> {
                 r = r.union(&Rect::new(w.x, w.y, w.w, w.h));
             }
             let s = strip.scale;
-            let x0 = strip.origin.0 + (r.x as f64 / s).floor() as i32;
-            let y0 = strip.origin.1 + (r.y as f64 / s).floor() as i32;
-            let x1 = strip.origin.0 + (r.right() as f64 / s).ceil() as i32;
-            let y1 = strip.origin.1 + (r.bottom() as f64 / s).ceil() as i32;
+            let b = strip.border as f64;
+            let x0 = strip.origin.0 + ((r.x as f64 - b) / s).floor() as i32;
+            let y0 = strip.origin.1 + ((r.y as f64 - b) / s).floor() as i32;
+            let x1 = strip.origin.0 + ((r.right() as f64 - b) / s).ceil() as i32;
+            let y1 = strip.origin.1 + ((r.bottom() as f64 - b) / s).ceil() as i32;
             Some(Label {
                 text,
                 rect: Rect::new(x0, y0, (x1 - x0).max(1), (y1 - y0).max(1)),
@@ -361,6 +453,7 @@ mod tests {
             gray: GrayImage::new(1, 1),
             origin: (100, 50),
             scale: 2.0,
+            border: 0,
             key: 0,
         };
         let words = [
@@ -382,6 +475,7 @@ mod tests {
             gray: GrayImage::new(1, 1),
             origin: (0, 0),
             scale: 1.0,
+            border: 0,
             key: 0,
         };
         for (t, c) in [
@@ -416,7 +510,7 @@ mod tests {
         for y in 0..ht {
             for x in 0..wd {
                 let i = ((y * wd + x) * 4) as usize;
-                let v = if (15..25).contains(&x) && (6..14).contains(&y) {
+                let v = if (15..25).contains(&x) && x % 4 < 2 && (6..14).contains(&y) {
                     230
                 } else {
                     30
@@ -433,10 +527,14 @@ mod tests {
                 text_h: 8,
             },
         );
-        let (cw, ch) = s.gray.dimensions();
         assert_eq!(s.gray.get_pixel(0, 0).0[0], 255, "background becomes white");
+        assert_eq!(
+            s.gray.get_pixel(STRIP_BORDER + 1, STRIP_BORDER + 1).0[0],
+            255,
+            "background becomes white"
+        );
         assert!(
-            s.gray.get_pixel(cw / 2, ch / 2).0[0] < 40,
+            s.gray.pixels().map(|p| p.0[0]).min().unwrap() < 40,
             "text becomes dark"
         );
         assert!(s.scale > 1.0, "small text is upscaled");
