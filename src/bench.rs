@@ -217,6 +217,9 @@ pub fn perception(opts: &BenchOptions) -> Result<String> {
                             l.text, l.font_px, near
                         ));
                     }
+                    for j in eval::junk(gt, &found) {
+                        per_image.push_str(&format!("      junk {:?} at {}\n", j.text, j.rect));
+                    }
                 }
                 ours.times.extend(times);
                 ours.add(gt, &found);

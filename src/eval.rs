@@ -106,21 +106,26 @@ pub fn score(
         }
     }
     if count_junk {
-        let bounds = Rect::new(0, 0, gt.width as i32, gt.height as i32);
         s.targets = targets.len();
-        s.junk = targets
-            .iter()
-            .filter(|t| {
-                !gt.labels.iter().any(|l| {
-                    l.bbox
-                        .rect()
-                        .expand_within(3, &bounds)
-                        .contains(t.rect.centre())
-                })
-            })
-            .count();
+        s.junk = junk(gt, targets).len();
     }
     s
+}
+
+/// Targets whose centre lies in no label (grown by 3 px): text where the page has none.
+pub fn junk<'a>(gt: &GroundTruth, targets: &'a [Found]) -> Vec<&'a Found> {
+    let bounds = Rect::new(0, 0, gt.width as i32, gt.height as i32);
+    targets
+        .iter()
+        .filter(|t| {
+            !gt.labels.iter().any(|l| {
+                l.bbox
+                    .rect()
+                    .expand_within(3, &bounds)
+                    .contains(t.rect.centre())
+            })
+        })
+        .collect()
 }
 
 /// Which labels of the text a list of missed labels were, for debugging (`voxdesk bench --misses`).

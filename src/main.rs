@@ -36,6 +36,9 @@ enum Cmd {
         /// Write the picture the model sees (downscaled, numbered boxes) to this PNG/JPEG file.
         #[arg(long, value_name = "OUT.png")]
         annotate: Option<PathBuf>,
+        /// Cap for the model picture, WIDTHxHEIGHT (it is downscaled to fit, never upscaled).
+        #[arg(long, value_name = "WxH", default_value = "1280x720", value_parser = parse_size)]
+        picture_max: (u32, u32),
         /// Also write the raw capture (full resolution, PNG) to this file.
         #[arg(long, value_name = "OUT.png")]
         frame: Option<PathBuf>,
@@ -64,6 +67,24 @@ enum BenchCmd {
         #[arg(long)]
         misses: bool,
     },
+}
+
+fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("expected WIDTHxHEIGHT, got {s:?}"))?;
+    let w: u32 = w
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad width in {s:?}"))?;
+    let h: u32 = h
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad height in {s:?}"))?;
+    if !(64..=8192).contains(&w) || !(64..=8192).contains(&h) {
+        return Err(format!("{s}: each side must be 64..8192"));
+    }
+    Ok((w, h))
 }
 
 /// Tesseract's OpenMP runtime reads OMP_THREAD_LIMIT once, when the library loads — before
@@ -131,6 +152,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Look {
             json,
             annotate,
+            picture_max,
             frame: frame_out,
         } => {
             let t = Instant::now();
@@ -149,8 +171,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     .with_context(|| format!("writing {}", out.display()))?;
             }
             if let Some(out) = &annotate {
-                let pic =
-                    picture::model_picture(&f, &r.targets, picture::PictureConfig::default())?;
+                let pic = picture::model_picture(
+                    &f,
+                    &r.targets,
+                    picture::PictureConfig {
+                        max_w: picture_max.0,
+                        max_h: picture_max.1,
+                        ..Default::default()
+                    },
+                )?;
                 let is_jpeg = out.extension().and_then(|e| e.to_str()).is_some_and(|e| {
                     e.eq_ignore_ascii_case("jpg") || e.eq_ignore_ascii_case("jpeg")
                 });

@@ -96,6 +96,7 @@ fn core_height(rgba: &[u8], width: usize, r: &Rect) -> Option<i32> {
 const RULE_RUN: usize = 23;
 
 fn erase_vertical_rules(mask: &mut [bool], w: usize, h: usize) {
+    let mut ends: Vec<(usize, usize)> = Vec::new();
     for x in 0..w {
         let mut y = 0;
         while y < h {
@@ -111,10 +112,24 @@ fn erase_vertical_rules(mask: &mut [bool], w: usize, h: usize) {
                 for yy in start..y {
                     mask[yy * w + x] = false;
                 }
+                ends.push((x, start));
+                ends.push((x, y - 1));
+            }
+        }
+    }
+    // A rounded corner where the rule turns is left behind as a small arc that reads as "4" or
+    // "(": clear a few pixels around each end of every erased rule.
+    for (x, y) in ends {
+        for yy in y.saturating_sub(CORNER)..(y + CORNER + 1).min(h) {
+            for xx in x.saturating_sub(CORNER)..(x + CORNER + 1).min(w) {
+                mask[yy * w + xx] = false;
             }
         }
     }
 }
+
+/// Radius of a widget's rounded corner (at scale 2) that is cleared with its rule.
+const CORNER: usize = 7;
 
 /// Connected components of stroke runs, via union-find over runs of adjacent rows.
 fn edge_blobs(rgba: &[u8], width: usize, region: Rect) -> Vec<Blob> {

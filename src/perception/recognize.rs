@@ -435,7 +435,7 @@ fn plausible(text: &str, conf: f32) -> bool {
         // A lone digit is a common whole label (keypads, pagination, badges); a lone letter is
         // more often an icon read as text.
         let digit = text.chars().all(|c| c.is_ascii_digit());
-        return conf >= if digit { 0.5 } else { 0.75 };
+        return conf >= if digit { 0.6 } else { 0.75 };
     }
     if n <= 3 && conf < 0.55 {
         return false;
