@@ -1,6 +1,9 @@
 //! voxdesk: a voice-driven desktop assistant that sees the screen as numbered targets, acts behind safety rails and verifies every step.
 //!
 //! Layout (one job per module):
+//! - `action`: the closed set of actions and the `act` tool's JSON parser.
+//! - `config`: settings from defaults, file, env and flags, each with its source.
+//! - `rails`: the safety checks; the only place an approved batch is made.
 //! - `geometry`: the three coordinate spaces and the one place that converts between them.
 //! - `frame`: a captured or loaded screen image plus the measured monitor facts; safe image loading.
 //! - `capture`: the only xcap user — primary-monitor frames and the focused window.
@@ -12,8 +15,10 @@
 //! - `bench`: `voxdesk bench …` tables.
 //! - `doctor`: preflight checks.
 
+pub mod action;
 pub mod bench;
 pub mod capture;
+pub mod config;
 pub mod desktop;
 pub mod doctor;
 pub mod eval;
@@ -22,3 +27,4 @@ pub mod geometry;
 pub mod observation;
 pub mod perception;
 pub mod picture;
+pub mod rails;

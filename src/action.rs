@@ -1,0 +1,679 @@
+//! The closed set of actions and the parser that turns the `act` tool's JSON into a batch, with a precise error for every way it can be wrong.
+//!
+//! Parsing is by hand over `serde_json::Value` rather than derived: the model's mistakes need
+//! messages that name the action and the field ("action 3: `direction` must be one of up, down,
+//! left, right, got \"sideways\""), and unknown fields must be errors, not silently dropped.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// Where an action lands: a target id from the observation (preferred) or a point in the pixels
+/// of the picture the model saw.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pos {
+    Target(u32),
+    Point { x: f64, y: f64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Up,
+    Down,
+    Left,
+    Right,
+}
+
+/// A key combination: modifiers (sorted, deduplicated) and one key, all lower-case names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Combo {
+    pub modifiers: Vec<Modifier>,
+    pub key: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Modifier {
+    Ctrl,
+    Alt,
+    Shift,
+    Super,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Click {
+        at: Pos,
+    },
+    DoubleClick {
+        at: Pos,
+    },
+    RightClick {
+        at: Pos,
+    },
+    Type {
+        text: String,
+    },
+    Key {
+        combo: Combo,
+    },
+    Scroll {
+        direction: Direction,
+        amount: u32,
+        at: Option<Pos>,
+    },
+    Drag {
+        from: Pos,
+        to: Pos,
+    },
+    Wait {
+        ms: u64,
+    },
+}
+
+impl Action {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Click { .. } => "click",
+            Action::DoubleClick { .. } => "double_click",
+            Action::RightClick { .. } => "right_click",
+            Action::Type { .. } => "type",
+            Action::Key { .. } => "key",
+            Action::Scroll { .. } => "scroll",
+            Action::Drag { .. } => "drag",
+            Action::Wait { .. } => "wait",
+        }
+    }
+}
+
+/// What should be true after the batch ran.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Expect {
+    pub appears: Vec<String>,
+    pub disappears: Vec<String>,
+    /// The screen should change at all.
+    pub changes: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    pub observation_id: Option<String>,
+    pub actions: Vec<Action>,
+    pub expect: Expect,
+}
+
+/// Why a batch could not be parsed. `action` is 1-based, as a person counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParseError {
+    pub action: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.action {
+            Some(n) => write!(f, "action {n}: {}", self.message),
+            None => write!(f, "{}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+fn err(action: Option<usize>, message: impl Into<String>) -> ParseError {
+    ParseError {
+        action,
+        message: message.into(),
+    }
+}
+
+/// Largest batch the parser accepts at all; the rails refuse far earlier (ceiling 20). This only
+/// bounds the work done on absurd input.
+const PARSE_LIMIT: usize = 1000;
+
+/// Parse the `act` tool's arguments.
+pub fn parse_batch(json: &str) -> Result<Batch, ParseError> {
+    let v: Value =
+        serde_json::from_str(json).map_err(|e| err(None, format!("not valid JSON: {e}")))?;
+    batch_from_value(&v)
+}
+
+pub fn batch_from_value(v: &Value) -> Result<Batch, ParseError> {
+    let obj = v.as_object().ok_or_else(|| {
+        err(
+            None,
+            format!("expected an object with `actions`, got {}", kind(v)),
+        )
+    })?;
+    only_keys(obj, &["observation_id", "actions", "expect"], None)?;
+    let observation_id = match obj.get("observation_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(other) => {
+            return Err(err(
+                None,
+                format!(
+                    "`observation_id` must be a non-empty string, got {}",
+                    kind(other)
+                ),
+            ))
+        }
+    };
+    let actions = obj
+        .get("actions")
+        .ok_or_else(|| err(None, "`actions` is missing"))?;
+    let actions = actions.as_array().ok_or_else(|| {
+        err(
+            None,
+            format!("`actions` must be an array, got {}", kind(actions)),
+        )
+    })?;
+    if actions.is_empty() {
+        return Err(err(None, "`actions` is empty"));
+    }
+    if actions.len() > PARSE_LIMIT {
+        return Err(err(
+            None,
+            format!(
+                "`actions` has {} entries; nothing near that many is ever allowed",
+                actions.len()
+            ),
+        ));
+    }
+    let actions = actions
+        .iter()
+        .enumerate()
+        .map(|(i, a)| parse_action(a, i + 1))
+        .collect::<Result<Vec<_>, _>>()?;
+    let expect = match obj.get("expect") {
+        None | Some(Value::Null) => Expect::default(),
+        Some(e) => parse_expect(e)?,
+    };
+    Ok(Batch {
+        observation_id,
+        actions,
+        expect,
+    })
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn only_keys(
+    obj: &Map<String, Value>,
+    allowed: &[&str],
+    action: Option<usize>,
+) -> Result<(), ParseError> {
+    for k in obj.keys() {
+        if !allowed.contains(&k.as_str()) {
+            return Err(err(
+                action,
+                format!("unknown field `{k}` (allowed: {})", allowed.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn parse_expect(v: &Value) -> Result<Expect, ParseError> {
+    let obj = v
+        .as_object()
+        .ok_or_else(|| err(None, format!("`expect` must be an object, got {}", kind(v))))?;
+    only_keys(obj, &["appears", "disappears", "changes"], None)?;
+    let strings = |key: &str| -> Result<Vec<String>, ParseError> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::String(s)) => Ok(vec![s.clone()]),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|x| {
+                    x.as_str().map(String::from).ok_or_else(|| {
+                        err(
+                            None,
+                            format!("`expect.{key}` must hold strings, got {}", kind(x)),
+                        )
+                    })
+                })
+                .collect(),
+            Some(other) => Err(err(
+                None,
+                format!(
+                    "`expect.{key}` must be a string or an array of strings, got {}",
+                    kind(other)
+                ),
+            )),
+        }
+    };
+    let changes = match obj.get("changes") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(err(
+                None,
+                format!(
+                    "`expect.changes` must be true or false, got {}",
+                    kind(other)
+                ),
+            ))
+        }
+    };
+    Ok(Expect {
+        appears: strings("appears")?,
+        disappears: strings("disappears")?,
+        changes,
+    })
+}
+
+fn parse_action(v: &Value, n: usize) -> Result<Action, ParseError> {
+    let a = Some(n);
+    let obj = v
+        .as_object()
+        .ok_or_else(|| err(a, format!("expected an object, got {}", kind(v))))?;
+    let name = match obj.get("action") {
+        Some(Value::String(s)) => s.as_str(),
+        Some(other) => {
+            return Err(err(
+                a,
+                format!("`action` must be a string, got {}", kind(other)),
+            ))
+        }
+        None => return Err(err(a, "`action` is missing")),
+    };
+    let pos_keys = ["action", "target", "x", "y"];
+    Ok(match name {
+        "click" | "double_click" | "right_click" => {
+            only_keys(obj, &pos_keys, a)?;
+            let at = pos(obj, a)?.ok_or_else(|| err(a, "needs `target` (an id) or `x` and `y`"))?;
+            match name {
+                "click" => Action::Click { at },
+                "double_click" => Action::DoubleClick { at },
+                _ => Action::RightClick { at },
+            }
+        }
+        "type" => {
+            only_keys(obj, &["action", "text"], a)?;
+            let text = obj.get("text").ok_or_else(|| err(a, "`text` is missing"))?;
+            let text = text.as_str().ok_or_else(|| err(a, format!("`text` must be a string, got {}", kind(text))))?;
+            if text.is_empty() {
+                return Err(err(a, "`text` is empty"));
+            }
+            Action::Type { text: text.to_string() }
+        }
+        "key" => {
+            only_keys(obj, &["action", "combo"], a)?;
+            let c = obj.get("combo").ok_or_else(|| err(a, "`combo` is missing"))?;
+            let c = c.as_str().ok_or_else(|| err(a, format!("`combo` must be a string like \"ctrl+s\", got {}", kind(c))))?;
+            Action::Key { combo: parse_combo(c).map_err(|m| err(a, m))? }
+        }
+        "scroll" => {
+            only_keys(obj, &["action", "direction", "amount", "target", "x", "y"], a)?;
+            let d = obj.get("direction").ok_or_else(|| err(a, "`direction` is missing"))?;
+            let direction = match d.as_str() {
+                Some("up") => Direction::Up,
+                Some("down") => Direction::Down,
+                Some("left") => Direction::Left,
+                Some("right") => Direction::Right,
+                _ => return Err(err(a, format!("`direction` must be one of up, down, left, right, got {d}"))),
+            };
+            let amount = match obj.get("amount") {
+                None => 1,
+                Some(v) => uint(v, "amount", a)? as u32,
+            };
+            if amount == 0 {
+                return Err(err(a, "`amount` must be at least 1"));
+            }
+            Action::Scroll { direction, amount, at: pos(obj, a)? }
+        }
+        "drag" => {
+            only_keys(obj, &["action", "from", "to"], a)?;
+            let end = |key: &str| -> Result<Pos, ParseError> {
+                let v = obj.get(key).ok_or_else(|| err(a, format!("`{key}` is missing")))?;
+                let o = v.as_object().ok_or_else(|| err(a, format!("`{key}` must be an object with `target` or `x` and `y`, got {}", kind(v))))?;
+                only_keys(o, &["target", "x", "y"], a)?;
+                pos(o, a)?.ok_or_else(|| err(a, format!("`{key}` needs `target` or `x` and `y`")))
+            };
+            Action::Drag { from: end("from")?, to: end("to")? }
+        }
+        "wait" => {
+            only_keys(obj, &["action", "ms"], a)?;
+            let ms = obj.get("ms").ok_or_else(|| err(a, "`ms` is missing"))?;
+            Action::Wait { ms: uint(ms, "ms", a)? }
+        }
+        other => return Err(err(a, format!("unknown action {other:?} (one of click, double_click, right_click, type, key, scroll, drag, wait)"))),
+    })
+}
+
+fn uint(v: &Value, key: &str, a: Option<usize>) -> Result<u64, ParseError> {
+    match v.as_u64() {
+        Some(n) if n <= u32::MAX as u64 => Ok(n),
+        _ => Err(err(
+            a,
+            format!("`{key}` must be a non-negative whole number, got {v}"),
+        )),
+    }
+}
+
+/// `target` xor (`x` and `y`); `Ok(None)` when none is given.
+fn pos(obj: &Map<String, Value>, a: Option<usize>) -> Result<Option<Pos>, ParseError> {
+    let (t, x, y) = (obj.get("target"), obj.get("x"), obj.get("y"));
+    match (t, x, y) {
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+            Err(err(a, "give either `target` or `x`/`y`, not both"))
+        }
+        (Some(t), None, None) => {
+            let id = t
+                .as_u64()
+                .filter(|&n| n >= 1 && n <= u32::MAX as u64)
+                .ok_or_else(|| {
+                    err(
+                        a,
+                        format!("`target` must be a target id (a whole number ≥ 1), got {t}"),
+                    )
+                })?;
+            Ok(Some(Pos::Target(id as u32)))
+        }
+        (None, Some(x), Some(y)) => {
+            let num = |v: &Value, k: &str| {
+                v.as_f64()
+                    .filter(|f| f.is_finite())
+                    .ok_or_else(|| err(a, format!("`{k}` must be a number, got {v}")))
+            };
+            Ok(Some(Pos::Point {
+                x: num(x, "x")?,
+                y: num(y, "y")?,
+            }))
+        }
+        (None, Some(_), None) => Err(err(a, "`x` given without `y`")),
+        (None, None, Some(_)) => Err(err(a, "`y` given without `x`")),
+        (None, None, None) => Ok(None),
+    }
+}
+
+/// Canonical key names voxdesk accepts (after aliases).
+const KEYS: &[&str] = &[
+    "enter",
+    "tab",
+    "escape",
+    "backspace",
+    "delete",
+    "insert",
+    "home",
+    "end",
+    "pageup",
+    "pagedown",
+    "up",
+    "down",
+    "left",
+    "right",
+    "space",
+    "menu",
+    "capslock",
+    "printscreen",
+];
+
+/// Parse "ctrl+shift+s", "Alt+F4", "Return".
+pub fn parse_combo(s: &str) -> Result<Combo, String> {
+    let parts: Vec<String> = s.split('+').map(|p| p.trim().to_lowercase()).collect();
+    if s.trim().is_empty() || parts.iter().any(|p| p.is_empty()) {
+        // "ctrl++" (plus key) is the one legal empty part.
+        if let Some(base) = s.trim().strip_suffix("++") {
+            let mut c = parse_combo(&format!("{base}+plus"))?;
+            c.key = "+".into();
+            return Ok(c);
+        }
+        return Err(format!(
+            "`combo` {s:?} is not a key combination like \"ctrl+s\""
+        ));
+    }
+    let (key, mods) = parts.split_last().expect("non-empty");
+    let mut modifiers = Vec::new();
+    for m in mods {
+        let m = match m.as_str() {
+            "ctrl" | "control" => Modifier::Ctrl,
+            "alt" => Modifier::Alt,
+            "shift" => Modifier::Shift,
+            "super" | "meta" | "win" | "cmd" => Modifier::Super,
+            other => {
+                return Err(format!(
+                    "`combo` {s:?}: {other:?} is not a modifier (ctrl, alt, shift, super)"
+                ))
+            }
+        };
+        if !modifiers.contains(&m) {
+            modifiers.push(m);
+        }
+    }
+    modifiers.sort();
+    let key = match key.as_str() {
+        "return" | "enter" => "enter".to_string(),
+        "esc" | "escape" => "escape".to_string(),
+        "del" | "delete" => "delete".to_string(),
+        "pgup" | "page_up" | "pageup" | "prior" => "pageup".to_string(),
+        "pgdn" | "page_down" | "pagedown" | "next" => "pagedown".to_string(),
+        "plus" => "+".to_string(),
+        k if KEYS.contains(&k) => k.to_string(),
+        k if k.len() >= 2
+            && k.starts_with('f')
+            && k[1..].parse::<u8>().is_ok_and(|n| (1..=24).contains(&n)) =>
+        {
+            k.to_string()
+        }
+        k if k.chars().count() == 1 => k.to_string(),
+        other => return Err(format!("`combo` {s:?}: unknown key {other:?}")),
+    };
+    Ok(Combo { modifiers, key })
+}
+
+impl fmt::Display for Combo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for m in &self.modifiers {
+            let n = match m {
+                Modifier::Ctrl => "ctrl",
+                Modifier::Alt => "alt",
+                Modifier::Shift => "shift",
+                Modifier::Super => "super",
+            };
+            write!(f, "{n}+")?;
+        }
+        write!(f, "{}", self.key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_full_batch_parses() {
+        let b = parse_batch(
+            r#"{"observation_id":"obs-1","actions":[
+                {"action":"click","target":12},
+                {"action":"double_click","x":100.5,"y":20},
+                {"action":"type","text":"hello"},
+                {"action":"key","combo":"Ctrl+Shift+S"},
+                {"action":"scroll","direction":"down","amount":3,"target":4},
+                {"action":"drag","from":{"target":1},"to":{"x":5,"y":6}},
+                {"action":"wait","ms":500},
+                {"action":"right_click","target":2}],
+              "expect":{"appears":"Saved","changes":true}}"#,
+        )
+        .unwrap();
+        assert_eq!(b.observation_id.as_deref(), Some("obs-1"));
+        assert_eq!(b.actions.len(), 8);
+        assert_eq!(
+            b.actions[3],
+            Action::Key {
+                combo: Combo {
+                    modifiers: vec![Modifier::Ctrl, Modifier::Shift],
+                    key: "s".into()
+                }
+            }
+        );
+        assert_eq!(
+            b.actions[5],
+            Action::Drag {
+                from: Pos::Target(1),
+                to: Pos::Point { x: 5.0, y: 6.0 }
+            }
+        );
+        assert_eq!(
+            b.expect,
+            Expect {
+                appears: vec!["Saved".into()],
+                disappears: vec![],
+                changes: true
+            }
+        );
+    }
+
+    #[test]
+    fn table_of_precise_errors() {
+        let cases = [
+            ("[]", "expected an object with `actions`, got an array"),
+            (r#"{"actions":[]}"#, "`actions` is empty"),
+            (
+                r#"{"actions":[{"action":"click"}]}"#,
+                "action 1: needs `target` (an id) or `x` and `y`",
+            ),
+            (
+                r#"{"actions":[{"action":"wait","ms":1},{"action":"fly"}]}"#,
+                "action 2: unknown action \"fly\"",
+            ),
+            (
+                r#"{"actions":[{"action":"click","target":0}]}"#,
+                "action 1: `target` must be a target id",
+            ),
+            (
+                r#"{"actions":[{"action":"click","target":3,"x":1,"y":2}]}"#,
+                "action 1: give either `target` or `x`/`y`, not both",
+            ),
+            (
+                r#"{"actions":[{"action":"scroll","direction":"sideways"}]}"#,
+                "action 1: `direction` must be one of up, down, left, right, got \"sideways\"",
+            ),
+            (
+                r#"{"actions":[{"action":"scroll","direction":"up","amount":-2}]}"#,
+                "action 1: `amount` must be a non-negative whole number, got -2",
+            ),
+            (
+                r#"{"actions":[{"action":"key","combo":"ctrl+hyper+x"}]}"#,
+                "action 1: `combo` \"ctrl+hyper+x\": \"hyper\" is not a modifier",
+            ),
+            (
+                r#"{"actions":[{"action":"type","text":"a","delay":3}]}"#,
+                "action 1: unknown field `delay`",
+            ),
+            (
+                r#"{"actions":[{"action":"wait"}]}"#,
+                "action 1: `ms` is missing",
+            ),
+            (
+                r#"{"actions":[{"action":"click","x":1}]}"#,
+                "action 1: `x` given without `y`",
+            ),
+            (
+                r#"{"actions":[{"action":"click","target":1}],"expect":{"appear":"x"}}"#,
+                "unknown field `appear`",
+            ),
+            ("{", "not valid JSON"),
+        ];
+        for (json, want) in cases {
+            let e = parse_batch(json).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{json}\n  got: {e}\n want: {want}");
+        }
+    }
+
+    #[test]
+    fn combos() {
+        assert_eq!(parse_combo("Return").unwrap().to_string(), "enter");
+        assert_eq!(parse_combo("alt+F4").unwrap().to_string(), "alt+f4");
+        assert_eq!(
+            parse_combo("ctrl+alt+Del").unwrap().to_string(),
+            "ctrl+alt+delete"
+        );
+        assert_eq!(
+            parse_combo("shift+ctrl+a").unwrap().to_string(),
+            "ctrl+shift+a"
+        );
+        assert_eq!(parse_combo("ctrl++").unwrap().to_string(), "ctrl++");
+        assert!(parse_combo("ctrl+").is_err());
+        assert!(parse_combo("f25").is_err());
+        assert!(parse_combo("").is_err());
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| Value::from(n)),
+            any::<f64>().prop_map(|f| serde_json::Number::from_f64(f)
+                .map(Value::Number)
+                .unwrap_or(Value::Null)),
+            prop_oneof![
+                Just("click"),
+                Just("type"),
+                Just("scroll"),
+                Just("drag"),
+                Just("key"),
+                Just("wait"),
+                Just("up"),
+                Just("ctrl+s"),
+                Just("")
+            ]
+            .prop_map(|s| Value::String(s.into())),
+            ".{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("action"),
+                        Just("actions"),
+                        Just("target"),
+                        Just("x"),
+                        Just("y"),
+                        Just("text"),
+                        Just("combo"),
+                        Just("direction"),
+                        Just("amount"),
+                        Just("ms"),
+                        Just("from"),
+                        Just("to"),
+                        Just("expect"),
+                        Just("observation_id")
+                    ]
+                    .prop_map(String::from),
+                    inner,
+                    0..6
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Arbitrary JSON in: an error or a valid batch out, never a panic.
+        #[test]
+        fn arbitrary_json_never_panics(v in json_value()) {
+            match batch_from_value(&v) {
+                Ok(b) => prop_assert!(!b.actions.is_empty()),
+                Err(e) => prop_assert!(!e.to_string().is_empty()),
+            }
+        }
+
+        #[test]
+        fn arbitrary_text_never_panics(s in ".{0,200}") {
+            let _ = parse_batch(&s);
+            let _ = parse_combo(&s);
+        }
+    }
+}

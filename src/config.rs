@@ -1,0 +1,555 @@
+//! Settings: defaults, then `config.toml`, then environment, then flags — every key validated, every value remembering where it came from.
+//!
+//! An unknown key or a bad value is an error that names the key: a typo in a safety setting must
+//! never silently leave the default in force.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::action::{parse_combo, Combo};
+use crate::geometry::Rect;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Perceive, plan and record what would be done; touch nothing.
+    Observe,
+    /// Show the planned batch and wait for a yes.
+    Confirm,
+    Auto,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Result<Mode, String> {
+        match s {
+            "observe" => Ok(Mode::Observe),
+            "confirm" => Ok(Mode::Confirm),
+            "auto" => Ok(Mode::Auto),
+            other => Err(format!(
+                "must be one of observe, confirm, auto, got {other:?}"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Observe => "observe",
+            Mode::Confirm => "confirm",
+            Mode::Auto => "auto",
+        })
+    }
+}
+
+/// The ceiling on actions per batch, whatever the config says.
+pub const MAX_ACTIONS_CEILING: u32 = 20;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rails {
+    pub mode: Mode,
+    pub max_actions: u32,
+    pub rate_limit_ms: u64,
+    pub max_failures: u32,
+    pub forbidden_combos: Vec<Combo>,
+    /// Rectangles in screen (logical) pixels.
+    pub forbidden_regions: Vec<Rect>,
+    pub allow_destructive: bool,
+    /// WM_CLASS names, compared case-insensitively. Empty: nothing is allowed.
+    pub allow_apps: Vec<String>,
+    pub terminals: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stop {
+    pub combo: Combo,
+    pub hold_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub rails: Rails,
+    pub stop: Stop,
+    pub lock_lease_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Default,
+    File,
+    Env,
+    Flag,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Source::Default => "default",
+            Source::File => "file",
+            Source::Env => "env",
+            Source::Flag => "flag",
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: not valid TOML: {message}")]
+    Toml { path: String, message: String },
+    #[error("{origin}: unknown key `{key}` (known keys: {known})")]
+    UnknownKey {
+        origin: String,
+        key: String,
+        known: String,
+    },
+    #[error("{origin}: `{key}` {message}")]
+    BadValue {
+        origin: String,
+        key: String,
+        message: String,
+    },
+}
+
+pub const TERMINALS: &[&str] = &[
+    "xterm",
+    "uxterm",
+    "gnome-terminal",
+    "gnome-terminal-server",
+    "konsole",
+    "alacritty",
+    "kitty",
+    "wezterm",
+    "org.wezfurlong.wezterm",
+    "xfce4-terminal",
+    "terminator",
+    "tilix",
+    "urxvt",
+    "rxvt",
+    "st",
+    "st-256color",
+    "foot",
+    "lxterminal",
+    "mate-terminal",
+    "qterminal",
+    "terminology",
+    "sakura",
+    "guake",
+    "tilda",
+    "yakuake",
+    "cool-retro-term",
+    "hyper",
+    "ghostty",
+    "com.mitchellh.ghostty",
+];
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            rails: Rails {
+                mode: Mode::Observe,
+                max_actions: 10,
+                rate_limit_ms: 100,
+                max_failures: 3,
+                forbidden_combos: vec![
+                    parse_combo("alt+f4").expect("valid"),
+                    parse_combo("ctrl+alt+delete").expect("valid"),
+                ],
+                forbidden_regions: Vec::new(),
+                allow_destructive: false,
+                allow_apps: Vec::new(),
+                terminals: TERMINALS.iter().map(|s| s.to_string()).collect(),
+            },
+            stop: Stop {
+                combo: parse_combo("ctrl+alt+escape").expect("valid"),
+                hold_ms: 300,
+            },
+            lock_lease_ms: 5000,
+        }
+    }
+}
+
+/// Effective settings plus where each key's value came from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub settings: Settings,
+    pub sources: BTreeMap<&'static str, Source>,
+    pub file: Option<PathBuf>,
+}
+
+/// Every key, in the order `voxdesk config` prints them.
+pub const KEYS: &[&str] = &[
+    "rails.mode",
+    "rails.max_actions",
+    "rails.rate_limit_ms",
+    "rails.max_failures",
+    "rails.forbidden_combos",
+    "rails.forbidden_regions",
+    "rails.allow_destructive",
+    "rails.allow_apps",
+    "rails.terminals",
+    "stop.combo",
+    "stop.hold_ms",
+    "lock.lease_ms",
+];
+
+/// `$XDG_CONFIG_HOME/voxdesk/config.toml` (via `directories`).
+pub fn default_path() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "voxdesk").map(|d| d.config_dir().join("config.toml"))
+}
+
+/// Load: defaults; the file (`explicit`, else the default path if it exists); env; `flags`
+/// (key → raw value, e.g. ("rails.mode", "auto")).
+pub fn load(
+    explicit: Option<&Path>,
+    env: impl Fn(&str) -> Option<String>,
+    flags: &[(&'static str, String)],
+) -> Result<Loaded, ConfigError> {
+    let mut settings = Settings::default();
+    let mut sources: BTreeMap<&'static str, Source> =
+        KEYS.iter().map(|k| (*k, Source::Default)).collect();
+    let path = match explicit {
+        Some(p) => Some(p.to_path_buf()),
+        None => default_path().filter(|p| p.is_file()),
+    };
+    if let Some(p) = &path {
+        let origin = p.display().to_string();
+        let text = std::fs::read_to_string(p).map_err(|e| ConfigError::Read {
+            path: origin.clone(),
+            source: e,
+        })?;
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| ConfigError::Toml {
+                path: origin.clone(),
+                message: e.message().to_string(),
+            })?;
+        for (section, v) in &table {
+            let Some(inner) = v.as_table() else {
+                return Err(ConfigError::UnknownKey {
+                    origin,
+                    key: section.clone(),
+                    known: KEYS.join(", "),
+                });
+            };
+            for (k, v) in inner {
+                let key = format!("{section}.{k}");
+                let Some(&known) = KEYS.iter().find(|x| **x == key) else {
+                    return Err(ConfigError::UnknownKey {
+                        origin,
+                        key,
+                        known: KEYS.join(", "),
+                    });
+                };
+                apply(&mut settings, known, &Raw::Toml(v)).map_err(|message| {
+                    ConfigError::BadValue {
+                        origin: origin.clone(),
+                        key: known.to_string(),
+                        message,
+                    }
+                })?;
+                sources.insert(known, Source::File);
+            }
+        }
+    }
+    for (var, key) in [
+        ("VOXDESK_MODE", "rails.mode"),
+        ("VOXDESK_ALLOW_APPS", "rails.allow_apps"),
+    ] {
+        if let Some(v) = env(var).filter(|v| !v.is_empty()) {
+            apply(&mut settings, key, &Raw::Str(&v)).map_err(|message| ConfigError::BadValue {
+                origin: format!("environment {var}"),
+                key: key.to_string(),
+                message,
+            })?;
+            sources.insert(key, Source::Env);
+        }
+    }
+    for (key, v) in flags {
+        apply(&mut settings, key, &Raw::Str(v)).map_err(|message| ConfigError::BadValue {
+            origin: "command line".into(),
+            key: key.to_string(),
+            message,
+        })?;
+        sources.insert(key, Source::Flag);
+    }
+    Ok(Loaded {
+        settings,
+        sources,
+        file: path,
+    })
+}
+
+enum Raw<'a> {
+    Toml(&'a toml::Value),
+    /// From env or a flag: lists are comma-separated.
+    Str(&'a str),
+}
+
+impl Raw<'_> {
+    fn string(&self) -> Result<String, String> {
+        match self {
+            Raw::Toml(toml::Value::String(s)) => Ok(s.clone()),
+            Raw::Str(s) => Ok(s.to_string()),
+            Raw::Toml(v) => Err(format!("must be a string, got {}", v.type_str())),
+        }
+    }
+    fn uint(&self, range: std::ops::RangeInclusive<u64>) -> Result<u64, String> {
+        let n = match self {
+            Raw::Toml(toml::Value::Integer(i)) => u64::try_from(*i)
+                .map_err(|_| format!("must be in {}..={}, got {i}", range.start(), range.end()))?,
+            Raw::Str(s) => s
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| format!("must be a whole number, got {s:?}"))?,
+            Raw::Toml(v) => return Err(format!("must be a whole number, got {}", v.type_str())),
+        };
+        if !range.contains(&n) {
+            return Err(format!(
+                "must be in {}..={}, got {n}",
+                range.start(),
+                range.end()
+            ));
+        }
+        Ok(n)
+    }
+    fn boolean(&self) -> Result<bool, String> {
+        match self {
+            Raw::Toml(toml::Value::Boolean(b)) => Ok(*b),
+            Raw::Str(s) => match s.trim() {
+                "true" | "1" | "yes" => Ok(true),
+                "false" | "0" | "no" => Ok(false),
+                other => Err(format!("must be true or false, got {other:?}")),
+            },
+            Raw::Toml(v) => Err(format!("must be true or false, got {}", v.type_str())),
+        }
+    }
+    fn strings(&self) -> Result<Vec<String>, String> {
+        match self {
+            Raw::Toml(toml::Value::Array(a)) => a
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(String::from)
+                        .ok_or_else(|| format!("must hold strings, got {}", v.type_str()))
+                })
+                .collect(),
+            Raw::Str(s) => Ok(s
+                .split(',')
+                .map(|p| p.trim().to_string())
+                .filter(|p| !p.is_empty())
+                .collect()),
+            Raw::Toml(v) => Err(format!("must be an array of strings, got {}", v.type_str())),
+        }
+    }
+}
+
+fn apply(s: &mut Settings, key: &str, v: &Raw) -> Result<(), String> {
+    match key {
+        "rails.mode" => s.rails.mode = Mode::parse(&v.string()?)?,
+        "rails.max_actions" => s.rails.max_actions = v.uint(1..=MAX_ACTIONS_CEILING as u64)? as u32,
+        "rails.rate_limit_ms" => s.rails.rate_limit_ms = v.uint(0..=10_000)?,
+        "rails.max_failures" => s.rails.max_failures = v.uint(1..=100)? as u32,
+        "rails.forbidden_combos" => {
+            s.rails.forbidden_combos = v
+                .strings()?
+                .iter()
+                .map(|c| parse_combo(c))
+                .collect::<Result<_, _>>()?
+        }
+        "rails.forbidden_regions" => {
+            let Raw::Toml(toml::Value::Array(a)) = v else {
+                return Err(
+                    "must be an array of {x, y, w, h} tables (set it in the config file)".into(),
+                );
+            };
+            let mut out = Vec::new();
+            for (i, r) in a.iter().enumerate() {
+                let t = r
+                    .as_table()
+                    .ok_or_else(|| format!("entry {}: must be a table {{x, y, w, h}}", i + 1))?;
+                let f = |k: &str| -> Result<i32, String> {
+                    t.get(k)
+                        .and_then(|v| v.as_integer())
+                        .and_then(|n| i32::try_from(n).ok())
+                        .ok_or_else(|| format!("entry {}: `{k}` must be a whole number", i + 1))
+                };
+                if let Some(extra) = t
+                    .keys()
+                    .find(|k| !["x", "y", "w", "h"].contains(&k.as_str()))
+                {
+                    return Err(format!("entry {}: unknown field `{extra}`", i + 1));
+                }
+                let r = Rect::new(f("x")?, f("y")?, f("w")?, f("h")?);
+                if r.w <= 0 || r.h <= 0 {
+                    return Err(format!("entry {}: `w` and `h` must be positive", i + 1));
+                }
+                out.push(r);
+            }
+            s.rails.forbidden_regions = out;
+        }
+        "rails.allow_destructive" => s.rails.allow_destructive = v.boolean()?,
+        "rails.allow_apps" => s.rails.allow_apps = v.strings()?,
+        "rails.terminals" => s.rails.terminals = v.strings()?,
+        "stop.combo" => s.stop.combo = parse_combo(&v.string()?)?,
+        "stop.hold_ms" => s.stop.hold_ms = v.uint(50..=5000)?,
+        "lock.lease_ms" => s.lock_lease_ms = v.uint(500..=600_000)?,
+        other => return Err(format!("is not a setting ({other})")),
+    }
+    Ok(())
+}
+
+impl Loaded {
+    /// `voxdesk config`: one line per key with its value and source.
+    pub fn render(&self) -> String {
+        let s = &self.settings;
+        let list = |v: &[String]| {
+            format!(
+                "[{}]",
+                v.iter()
+                    .map(|x| format!("{x:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let mut out = format!(
+            "# config file: {}\n",
+            self.file
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| format!(
+                    "none (would be {})",
+                    default_path()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
+                ))
+        );
+        for key in KEYS {
+            let value = match *key {
+                "rails.mode" => format!("{:?}", s.rails.mode.to_string()),
+                "rails.max_actions" => s.rails.max_actions.to_string(),
+                "rails.rate_limit_ms" => s.rails.rate_limit_ms.to_string(),
+                "rails.max_failures" => s.rails.max_failures.to_string(),
+                "rails.forbidden_combos" => list(
+                    &s.rails
+                        .forbidden_combos
+                        .iter()
+                        .map(|c| c.to_string())
+                        .collect::<Vec<_>>(),
+                ),
+                "rails.forbidden_regions" => format!(
+                    "[{}]",
+                    s.rails
+                        .forbidden_regions
+                        .iter()
+                        .map(|r| format!("{{x={}, y={}, w={}, h={}}}", r.x, r.y, r.w, r.h))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                "rails.allow_destructive" => s.rails.allow_destructive.to_string(),
+                "rails.allow_apps" => list(&s.rails.allow_apps),
+                "rails.terminals" => list(&s.rails.terminals),
+                "stop.combo" => format!("{:?}", s.stop.combo.to_string()),
+                "stop.hold_ms" => s.stop.hold_ms.to_string(),
+                "lock.lease_ms" => s.lock_lease_ms.to_string(),
+                _ => String::new(),
+            };
+            out.push_str(&format!(
+                "{key} = {value}    # {}\n",
+                self.sources.get(key).copied().unwrap_or(Source::Default)
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("config.toml");
+        std::fs::write(&p, text).unwrap();
+        (d, p)
+    }
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn layers_and_sources() {
+        let (_d, p) = write("[rails]\nmode = \"auto\"\nmax_actions = 5\nallow_apps = [\"XCalc\"]\nforbidden_regions = [{x=0, y=0, w=100, h=30}]\n[stop]\nhold_ms = 500\n");
+        let env = |k: &str| (k == "VOXDESK_ALLOW_APPS").then(|| "XTerm, XCalc".to_string());
+        let l = load(Some(&p), env, &[("rails.mode", "observe".into())]).unwrap();
+        assert_eq!(l.settings.rails.mode, Mode::Observe);
+        assert_eq!(l.settings.rails.max_actions, 5);
+        assert_eq!(l.settings.rails.allow_apps, vec!["XTerm", "XCalc"]);
+        assert_eq!(
+            l.settings.rails.forbidden_regions,
+            vec![Rect::new(0, 0, 100, 30)]
+        );
+        assert_eq!(l.settings.stop.hold_ms, 500);
+        assert_eq!(l.sources["rails.mode"], Source::Flag);
+        assert_eq!(l.sources["rails.allow_apps"], Source::Env);
+        assert_eq!(l.sources["rails.max_actions"], Source::File);
+        assert_eq!(l.sources["rails.rate_limit_ms"], Source::Default);
+        let r = l.render();
+        assert!(r.contains("rails.mode = \"observe\"    # flag"), "{r}");
+        assert!(r.contains("rails.rate_limit_ms = 100    # default"), "{r}");
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let cases = [
+            ("[rails]\nmood = \"auto\"\n", "unknown key `rails.mood`"),
+            ("[rail]\nmode = \"auto\"\n", "unknown key `rail.mode`"),
+            (
+                "[rails]\nmode = \"yolo\"\n",
+                "`rails.mode` must be one of observe, confirm, auto",
+            ),
+            (
+                "[rails]\nmax_actions = 50\n",
+                "`rails.max_actions` must be in 1..=20, got 50",
+            ),
+            (
+                "[rails]\nmax_actions = \"ten\"\n",
+                "`rails.max_actions` must be a whole number, got string",
+            ),
+            (
+                "[rails]\nforbidden_combos = [\"ctrl+hyper+q\"]\n",
+                "`rails.forbidden_combos`",
+            ),
+            (
+                "[rails]\nforbidden_regions = [{x=0, y=0, w=0, h=3}]\n",
+                "`w` and `h` must be positive",
+            ),
+            (
+                "[stop]\nhold_ms = 1\n",
+                "`stop.hold_ms` must be in 50..=5000",
+            ),
+            ("mode = 3\n", "unknown key `mode`"),
+            ("[rails\n", "not valid TOML"),
+        ];
+        for (text, want) in cases {
+            let (_d, p) = write(text);
+            let e = load(Some(&p), no_env, &[]).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}\n got: {e}\nwant: {want}");
+        }
+        let e = load(None, |k| (k == "VOXDESK_MODE").then(|| "fast".into()), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("environment VOXDESK_MODE") && e.contains("rails.mode"),
+            "{e}"
+        );
+        let e = load(Some(Path::new("/nonexistent/voxdesk.toml")), no_env, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot read"), "{e}");
+    }
+}

@@ -1,0 +1,786 @@
+//! The safety rails: every check a batch must pass before anything reaches the actuator, as one pure function; the only place an [`Approved`] batch can be made.
+//!
+//! Positions are mapped to the final logical point first, so a forbidden region is checked
+//! against the pixel the pointer will actually reach. On-screen text is data: it is matched
+//! against fixed phrase lists (to refuse), never read for instructions.
+
+use std::fmt;
+
+use crate::action::{Action, Batch, Combo, Direction, Modifier, Pos};
+use crate::config::{Mode, Rails, MAX_ACTIONS_CEILING};
+use crate::geometry::{CapturePoint, ImagePoint, LogicalPoint, Mapping, Rect};
+use crate::perception::Target;
+
+/// Hard caps, not configurable.
+pub const MAX_WAIT_MS: u64 = 30_000;
+pub const MAX_TYPE_CHARS: usize = 4096;
+pub const MAX_SCROLL: u32 = 50;
+
+/// What the rails know about the screen the batch was planned against.
+pub struct Screen<'a> {
+    /// The observation the batch names (filled in by the caller when the batch has none).
+    pub observation_id: &'a str,
+    /// The newest observation: anything else is stale.
+    pub latest_id: &'a str,
+    pub targets: &'a [Target],
+    /// Model picture ↔ capture ↔ logical for this observation.
+    pub mapping: Mapping,
+    /// WM_CLASS of the focused window, if known.
+    pub app: Option<&'a str>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Button {
+    Left,
+    Right,
+}
+
+/// An action with its positions resolved to logical input points.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Click {
+        at: LogicalPoint,
+        button: Button,
+        count: u8,
+    },
+    Type {
+        text: String,
+    },
+    Key {
+        combo: Combo,
+    },
+    Scroll {
+        direction: Direction,
+        amount: u32,
+        at: Option<LogicalPoint>,
+    },
+    Drag {
+        from: LogicalPoint,
+        to: LogicalPoint,
+    },
+    Wait {
+        ms: u64,
+    },
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Click { at, button, count } => write!(
+                f,
+                "{}{} at ({}, {})",
+                if *count == 2 { "double " } else { "" },
+                if *button == Button::Right {
+                    "right-click"
+                } else {
+                    "click"
+                },
+                at.x,
+                at.y
+            ),
+            Step::Type { text } => write!(
+                f,
+                "type {:?}",
+                if text.chars().count() > 40 {
+                    format!("{}…", text.chars().take(40).collect::<String>())
+                } else {
+                    text.clone()
+                }
+            ),
+            Step::Key { combo } => write!(f, "key {combo}"),
+            Step::Scroll {
+                direction,
+                amount,
+                at,
+            } => write!(
+                f,
+                "scroll {direction:?} x{amount}{}",
+                at.map(|p| format!(" at ({}, {})", p.x, p.y))
+                    .unwrap_or_default()
+            ),
+            Step::Drag { from, to } => {
+                write!(f, "drag ({}, {}) to ({}, {})", from.x, from.y, to.x, to.y)
+            }
+            Step::Wait { ms } => write!(f, "wait {ms} ms"),
+        }
+    }
+}
+
+/// Which rule refused what. Nothing of a refused batch runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub rule: &'static str,
+    /// 1-based action number, when one action is to blame.
+    pub action: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.action {
+            Some(n) => write!(
+                f,
+                "refused by rule `{}`: action {n}: {}",
+                self.rule, self.message
+            ),
+            None => write!(f, "refused by rule `{}`: {}", self.rule, self.message),
+        }
+    }
+}
+
+fn refuse(rule: &'static str, action: Option<usize>, message: impl Into<String>) -> Refusal {
+    Refusal {
+        rule,
+        action,
+        message: message.into(),
+    }
+}
+
+/// A batch that passed every rail, with the reasons it needs a yes (destructive actions).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    pub steps: Vec<Step>,
+    /// (1-based action, why it is destructive).
+    pub destructive: Vec<(usize, String)>,
+}
+
+/// The only thing the actuator accepts. Its fields are private and it is built only by
+/// [`approve`], so an unchecked action cannot be expressed outside this module.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approved {
+    steps: Vec<Step>,
+}
+
+impl Approved {
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+}
+
+/// What to do with a checked batch under a mode.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Run it.
+    Run(Approved),
+    /// Observe mode: record, touch nothing.
+    Record,
+    /// Needs a yes first (confirm mode, or destructive outside an allowed auto).
+    AskFirst(Vec<String>),
+}
+
+/// Decide after the checks. `confirmed` is the person's yes to this very batch.
+pub fn approve(checked: Checked, mode: Mode, rails: &Rails, confirmed: bool) -> Decision {
+    let needs_yes = match mode {
+        Mode::Observe => return Decision::Record,
+        Mode::Confirm => true,
+        Mode::Auto => !checked.destructive.is_empty() && !rails.allow_destructive,
+    };
+    if needs_yes && !confirmed {
+        let mut why: Vec<String> = checked
+            .destructive
+            .iter()
+            .map(|(n, w)| format!("action {n} is destructive: {w}"))
+            .collect();
+        if mode == Mode::Confirm {
+            why.insert(0, "confirm mode".into());
+        }
+        return Decision::AskFirst(why);
+    }
+    Decision::Run(Approved {
+        steps: checked.steps,
+    })
+}
+
+/// Run every rail over `batch`. The first refusal wins and refuses the whole batch.
+pub fn check(
+    batch: &Batch,
+    screen: &Screen,
+    rails: &Rails,
+    stop_combo: &Combo,
+) -> Result<Checked, Refusal> {
+    if screen.observation_id != screen.latest_id {
+        return Err(refuse(
+            "stale-observation",
+            None,
+            format!(
+                "observation {} is no longer the latest ({}): the screen moved on; observe again",
+                screen.observation_id, screen.latest_id
+            ),
+        ));
+    }
+    let cap = rails.max_actions.min(MAX_ACTIONS_CEILING) as usize;
+    if batch.actions.len() > cap {
+        return Err(refuse("max-actions", None, format!("{} actions in one batch; at most {cap} are allowed (the batch is refused whole, not truncated)", batch.actions.len())));
+    }
+    let touches_input = batch
+        .actions
+        .iter()
+        .any(|a| !matches!(a, Action::Wait { .. }));
+    if touches_input {
+        allowlist(screen.app, rails)?;
+    }
+    let is_terminal = screen
+        .app
+        .is_some_and(|app| rails.terminals.iter().any(|t| t.eq_ignore_ascii_case(app)));
+    let mut steps = Vec::with_capacity(batch.actions.len());
+    let mut destructive = Vec::new();
+    // The field the keyboard goes to: the last clicked target in this batch.
+    let mut focus_target: Option<&Target> = None;
+    for (i, a) in batch.actions.iter().enumerate() {
+        let n = Some(i + 1);
+        let resolve = |p: &Pos| -> Result<(LogicalPoint, Option<&Target>), Refusal> {
+            let (cp, t) = match p {
+                Pos::Target(id) => {
+                    let t = screen.targets.iter().find(|t| t.id == *id).ok_or_else(|| {
+                        refuse(
+                            "unknown-target",
+                            n,
+                            format!(
+                                "target {id} is not in observation {}",
+                                screen.observation_id
+                            ),
+                        )
+                    })?;
+                    (t.rect.centre(), Some(t))
+                }
+                Pos::Point { x, y } => (
+                    screen
+                        .mapping
+                        .image_to_capture(ImagePoint { x: *x, y: *y })
+                        .map_err(|e| refuse("out-of-bounds", n, e.to_string()))?,
+                    None,
+                ),
+            };
+            let lp = screen
+                .mapping
+                .capture_to_logical(cp)
+                .map_err(|e| refuse("out-of-bounds", n, e.to_string()))?;
+            if let Some(r) = rails.forbidden_regions.iter().find(|r| contains(r, lp)) {
+                return Err(refuse(
+                    "forbidden-region",
+                    n,
+                    format!(
+                        "({}, {}) lies in the forbidden region {}x{}+{}+{}",
+                        lp.x, lp.y, r.w, r.h, r.x, r.y
+                    ),
+                ));
+            }
+            Ok((lp, t))
+        };
+        let step = match a {
+            Action::Click { at } | Action::DoubleClick { at } | Action::RightClick { at } => {
+                let (lp, t) = resolve(at)?;
+                if let Some(t) = t {
+                    if let Some(p) = phrase(&t.text, PURCHASE) {
+                        return Err(refuse("purchase", n, format!("target {} {:?} confirms a purchase or payment ({p:?}); voxdesk never does", t.id, t.text)));
+                    }
+                    if let Some(p) = phrase(&t.text, DESTRUCTIVE_DIALOG) {
+                        return Err(refuse("destructive-dialog", n, format!("target {} {:?} accepts a destructive dialog ({p:?}); do that yourself", t.id, t.text)));
+                    }
+                    focus_target = Some(t);
+                }
+                let (button, count) = match a {
+                    Action::DoubleClick { .. } => (Button::Left, 2),
+                    Action::RightClick { .. } => (Button::Right, 1),
+                    _ => (Button::Left, 1),
+                };
+                Step::Click {
+                    at: lp,
+                    button,
+                    count,
+                }
+            }
+            Action::Type { text } => {
+                let chars = text.chars().count();
+                if chars > MAX_TYPE_CHARS {
+                    return Err(refuse(
+                        "hard-cap",
+                        n,
+                        format!("`text` must be at most {MAX_TYPE_CHARS} characters, got {chars}"),
+                    ));
+                }
+                if let Some(why) = password_field(focus_target, screen.targets) {
+                    return Err(refuse("password-field", n, why));
+                }
+                if is_terminal {
+                    if let Some(c) = text.chars().find(|c| SHELL_META.contains(*c)) {
+                        return Err(refuse("terminal-metachar", n, format!("typing {c:?} into the terminal {:?} is refused (shell metacharacters: ; | & $ ` > < and newlines)", screen.app.unwrap_or(""))));
+                    }
+                }
+                if let Some(w) = destructive_text(text) {
+                    destructive.push((i + 1, w));
+                }
+                Step::Type { text: text.clone() }
+            }
+            Action::Key { combo } => {
+                if covers(combo, stop_combo) {
+                    return Err(refuse("stop-combo", n, format!("{combo} is the emergency stop combination; voxdesk never synthesizes it")));
+                }
+                if let Some(f) = rails.forbidden_combos.iter().find(|f| *f == combo) {
+                    return Err(refuse("forbidden-combo", n, format!("{f} is forbidden")));
+                }
+                if combo.key == "enter" && combo.modifiers.is_empty() {
+                    // Enter accepts whatever dialog is up: refuse it when the screen offers a
+                    // purchase or a destructive confirmation.
+                    if let Some(t) = screen.targets.iter().find(|t| {
+                        phrase(&t.text, PURCHASE).is_some()
+                            || phrase(&t.text, DESTRUCTIVE_DIALOG).is_some()
+                    }) {
+                        return Err(refuse(
+                            "destructive-dialog",
+                            n,
+                            format!(
+                                "Enter would accept {:?} (target {}); do that yourself",
+                                t.text, t.id
+                            ),
+                        ));
+                    }
+                }
+                if let Some(w) = destructive_combo(combo) {
+                    destructive.push((i + 1, w));
+                }
+                Step::Key {
+                    combo: combo.clone(),
+                }
+            }
+            Action::Scroll {
+                direction,
+                amount,
+                at,
+            } => {
+                if *amount > MAX_SCROLL {
+                    return Err(refuse(
+                        "hard-cap",
+                        n,
+                        format!("`amount` must be 1..{MAX_SCROLL}, got {amount}"),
+                    ));
+                }
+                let at = match at {
+                    Some(p) => Some(resolve(p)?.0),
+                    None => None,
+                };
+                Step::Scroll {
+                    direction: *direction,
+                    amount: *amount,
+                    at,
+                }
+            }
+            Action::Drag { from, to } => {
+                let (f, _) = resolve(from)?;
+                let (t, _) = resolve(to)?;
+                destructive.push((i + 1, "drags move or delete things".into()));
+                Step::Drag { from: f, to: t }
+            }
+            Action::Wait { ms } => {
+                if *ms > MAX_WAIT_MS {
+                    return Err(refuse(
+                        "hard-cap",
+                        n,
+                        format!("`ms` must be at most {MAX_WAIT_MS} (30 s), got {ms}"),
+                    ));
+                }
+                Step::Wait { ms: *ms }
+            }
+        };
+        steps.push(step);
+    }
+    Ok(Checked { steps, destructive })
+}
+
+fn allowlist(app: Option<&str>, rails: &Rails) -> Result<(), Refusal> {
+    if rails.allow_apps.is_empty() {
+        return Err(refuse(
+            "app-allowlist",
+            None,
+            format!(
+                "no application is allowed yet (focused: {}); allow one with `allow_apps = [\"{}\"]` under [rails] in the config file, or VOXDESK_ALLOW_APPS",
+                app.map(|a| format!("{a:?}")).unwrap_or_else(|| "unknown".into()),
+                app.unwrap_or("AppName")
+            ),
+        ));
+    }
+    match app {
+        Some(a) if rails.allow_apps.iter().any(|x| x.eq_ignore_ascii_case(a)) => Ok(()),
+        Some(a) => Err(refuse(
+            "app-allowlist",
+            None,
+            format!(
+                "the focused application {a:?} is not in allow_apps {:?}",
+                rails.allow_apps
+            ),
+        )),
+        None => Err(refuse(
+            "app-allowlist",
+            None,
+            "no focused application could be identified (is a window manager running?)",
+        )),
+    }
+}
+
+fn contains(r: &Rect, p: LogicalPoint) -> bool {
+    r.contains(CapturePoint {
+        x: p.x as f64,
+        y: p.y as f64,
+    })
+}
+
+/// Does pressing `combo` hold every key of the stop combination?
+fn covers(combo: &Combo, stop: &Combo) -> bool {
+    combo.key == stop.key && stop.modifiers.iter().all(|m| combo.modifiers.contains(m))
+}
+
+const SHELL_META: &str = ";|&$`><\n\r";
+
+pub const PURCHASE: &[&str] = &[
+    "buy now",
+    "place order",
+    "place your order",
+    "pay now",
+    "pay",
+    "confirm purchase",
+    "complete purchase",
+    "checkout",
+    "check out",
+    "proceed to checkout",
+    "purchase",
+    "subscribe",
+    "confirm payment",
+    "submit payment",
+    "buy",
+];
+
+pub const DESTRUCTIVE_DIALOG: &[&str] = &[
+    "delete permanently",
+    "permanently delete",
+    "erase",
+    "format",
+    "empty trash",
+    "empty bin",
+    "empty recycle bin",
+    "delete all",
+    "wipe",
+    "factory reset",
+    "remove all",
+    "discard all",
+    "destroy",
+    "overwrite",
+];
+
+const PASSWORD_WORDS: &[&str] = &[
+    "password",
+    "passphrase",
+    "passcode",
+    "pin",
+    "pin code",
+    "secret",
+];
+
+/// The phrase of `list` that `text` is (case-insensitive, whole words, ignoring trailing punctuation).
+fn phrase(text: &str, list: &[&'static str]) -> Option<&'static str> {
+    let t: String = text
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+        .collect();
+    let t = format!(" {} ", t.split_whitespace().collect::<Vec<_>>().join(" "));
+    list.iter().copied().find(|p| t.contains(&format!(" {p} ")))
+}
+
+fn masked(text: &str) -> bool {
+    let t: Vec<char> = text.chars().filter(|c| !c.is_whitespace()).collect();
+    t.len() >= 3
+        && t.iter()
+            .all(|c| matches!(c, '•' | '●' | '*' | '·' | '∙' | '⬤' | '◦'))
+}
+
+/// Is the keyboard about to go into a password field? Judged from the clicked field (masked
+/// dots, or a password label in or just left of/above it) or, with no click, from masked dots
+/// anywhere on screen.
+fn password_field(focus: Option<&Target>, targets: &[Target]) -> Option<String> {
+    let label_near = |f: &Target| {
+        targets.iter().find(|t| {
+            phrase(&t.text, PASSWORD_WORDS).is_some() && {
+                let same_row = (t.rect.centre().y - f.rect.centre().y).abs()
+                    < f.rect.h.max(t.rect.h) as f64
+                    && t.rect.x <= f.rect.x
+                    && f.rect.x - t.rect.right() < 400;
+                let above = t.rect.bottom() <= f.rect.y + 2
+                    && f.rect.y - t.rect.bottom() < 60
+                    && (t.rect.x - f.rect.x).abs() < 300;
+                same_row || above || t.id == f.id
+            }
+        })
+    };
+    match focus {
+        Some(f) if masked(&f.text) => Some(format!("target {} shows masked characters: it is a password field", f.id)),
+        Some(f) => label_near(f).map(|l| format!("target {} is labelled {:?}: voxdesk never types into password fields", f.id, l.text)),
+        None => targets.iter().find(|t| masked(&t.text)).map(|t| format!("the screen shows a masked field (target {}): voxdesk never types into password fields", t.id)),
+    }
+}
+
+fn destructive_combo(c: &Combo) -> Option<String> {
+    let ctrl_only = c.modifiers == [Modifier::Ctrl];
+    if c.key == "delete" || c.key == "backspace" {
+        return (!c.modifiers.is_empty()).then(|| format!("{c} deletes"));
+    }
+    if ctrl_only && matches!(c.key.as_str(), "w" | "q" | "x") {
+        return Some(format!("{c} closes, quits or cuts"));
+    }
+    if c.modifiers == [Modifier::Alt] && c.key == "f4" {
+        return Some(format!("{c} closes the window"));
+    }
+    None
+}
+
+/// Typed text that runs destructive commands: `rm `, `del `, `sudo `, `shutdown`, `reboot`,
+/// as words (so "firm " is not "rm ").
+fn destructive_text(text: &str) -> Option<String> {
+    let t = text.to_lowercase();
+    ["rm ", "del ", "sudo ", "shutdown", "reboot"]
+        .iter()
+        .find(|w| {
+            t.match_indices(**w).any(|(i, _)| {
+                t[..i]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !c.is_alphanumeric())
+            })
+        })
+        .map(|w| format!("typed text contains {:?}", w.trim()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::action::parse_batch;
+    use crate::config::Settings;
+
+    fn t(id: u32, text: &str, x: i32, y: i32) -> Target {
+        Target {
+            id,
+            text: text.into(),
+            rect: Rect::new(x, y, 60, 16),
+            conf: 0.9,
+            new: false,
+        }
+    }
+
+    fn targets() -> Vec<Target> {
+        vec![
+            t(1, "Save", 100, 100),
+            t(2, "Password", 100, 200),
+            t(3, "••••••", 200, 200),
+            t(4, "Buy now", 300, 300),
+            t(5, "Delete permanently", 400, 400),
+            t(6, "Name", 100, 500),
+            t(7, "", 200, 500),
+        ]
+    }
+
+    fn rails() -> Rails {
+        let mut r = Settings::default().rails;
+        r.allow_apps = vec!["gedit".into(), "XTerm".into()];
+        r.forbidden_regions = vec![Rect::new(0, 1000, 1920, 80)];
+        r
+    }
+
+    fn run(json: &str, app: &str) -> Result<Checked, Refusal> {
+        let ts = targets();
+        let screen = Screen {
+            observation_id: "o2",
+            latest_id: "o2",
+            targets: &ts,
+            mapping: Mapping::new((1280, 720), (1920, 1080), (0, 0), (1920, 1080)).unwrap(),
+            app: Some(app),
+        };
+        check(
+            &parse_batch(json).unwrap(),
+            &screen,
+            &rails(),
+            &crate::action::parse_combo("ctrl+alt+escape").unwrap(),
+        )
+    }
+
+    #[test]
+    fn table_of_refusals() {
+        let many = format!(
+            r#"{{"actions":[{}]}}"#,
+            vec![r#"{"action":"wait","ms":1}"#; 11].join(",")
+        );
+        let long = format!(
+            r#"{{"actions":[{{"action":"type","text":"{}"}}]}}"#,
+            "a".repeat(5000)
+        );
+        let cases: Vec<(String, &str, &str)> = vec![
+            (many, "gedit", "max-actions"),
+            (long, "gedit", "hard-cap"),
+            (r#"{"actions":[{"action":"wait","ms":30001}]}"#.into(), "gedit", "hard-cap"),
+            (r#"{"actions":[{"action":"scroll","direction":"down","amount":400}]}"#.into(), "gedit", "hard-cap"),
+            (r#"{"actions":[{"action":"click","target":99}]}"#.into(), "gedit", "unknown-target"),
+            (r#"{"actions":[{"action":"click","x":2000,"y":5}]}"#.into(), "gedit", "out-of-bounds"),
+            (r#"{"actions":[{"action":"click","x":100,"y":700}]}"#.into(), "gedit", "forbidden-region"),
+            (r#"{"actions":[{"action":"key","combo":"alt+F4"}]}"#.into(), "gedit", "forbidden-combo"),
+            (r#"{"actions":[{"action":"key","combo":"ctrl+alt+Escape"}]}"#.into(), "gedit", "stop-combo"),
+            (r#"{"actions":[{"action":"key","combo":"shift+ctrl+alt+esc"}]}"#.into(), "gedit", "stop-combo"),
+            (r#"{"actions":[{"action":"click","target":1}]}"#.into(), "Firefox", "app-allowlist"),
+            (r#"{"actions":[{"action":"click","target":3},{"action":"type","text":"hunter2"}]}"#.into(), "gedit", "password-field"),
+            (r#"{"actions":[{"action":"type","text":"hunter2"}]}"#.into(), "gedit", "password-field"),
+            (r#"{"actions":[{"action":"click","target":4}]}"#.into(), "gedit", "purchase"),
+            (r#"{"actions":[{"action":"click","target":5}]}"#.into(), "gedit", "destructive-dialog"),
+            (r#"{"actions":[{"action":"key","combo":"Return"}]}"#.into(), "gedit", "destructive-dialog"),
+            (r#"{"actions":[{"action":"click","target":6},{"action":"type","text":"ls; rm -rf ~"}]}"#.into(), "XTerm", "terminal-metachar"),
+        ];
+        for (json, app, rule) in cases {
+            let r = run(&json, app).unwrap_err();
+            assert_eq!(r.rule, rule, "{}: {r}", &json[..json.len().min(80)]);
+        }
+    }
+
+    #[test]
+    fn terminals_refuse_metacharacters_and_destructive_needs_a_yes() {
+        let ts = vec![t(1, "ada@host:~$", 10, 10)];
+        let screen = Screen {
+            observation_id: "o",
+            latest_id: "o",
+            targets: &ts,
+            mapping: Mapping::new((1920, 1080), (1920, 1080), (0, 0), (1920, 1080)).unwrap(),
+            app: Some("XTerm"),
+        };
+        let stop = crate::action::parse_combo("ctrl+alt+escape").unwrap();
+        for text in [
+            "ls | wc",
+            "echo $HOME",
+            "a && b",
+            "cat > f",
+            "x`y`",
+            "line\\n",
+        ] {
+            let json = format!(
+                r#"{{"actions":[{{"action":"type","text":{}}}]}}"#,
+                serde_json::to_string(&text.replace("\\n", "\n")).unwrap()
+            );
+            let r = check(&parse_batch(&json).unwrap(), &screen, &rails(), &stop).unwrap_err();
+            assert_eq!(r.rule, "terminal-metachar", "{text}");
+        }
+        let ok = check(
+            &parse_batch(r#"{"actions":[{"action":"type","text":"rm notes.txt"}]}"#).unwrap(),
+            &screen,
+            &rails(),
+            &stop,
+        )
+        .unwrap();
+        assert_eq!(ok.destructive.len(), 1);
+        let r = rails();
+        assert!(matches!(
+            approve(ok.clone(), Mode::Auto, &r, false),
+            Decision::AskFirst(_)
+        ));
+        assert!(matches!(
+            approve(ok.clone(), Mode::Auto, &r, true),
+            Decision::Run(_)
+        ));
+        assert_eq!(
+            approve(ok.clone(), Mode::Observe, &r, true),
+            Decision::Record
+        );
+        let mut allow = rails();
+        allow.allow_destructive = true;
+        assert!(matches!(
+            approve(ok, Mode::Auto, &allow, false),
+            Decision::Run(_)
+        ));
+    }
+
+    #[test]
+    fn stale_and_empty_allowlist() {
+        let ts = targets();
+        let mapping = Mapping::new((1280, 720), (1920, 1080), (0, 0), (1920, 1080)).unwrap();
+        let stop = crate::action::parse_combo("ctrl+alt+escape").unwrap();
+        let b = parse_batch(r#"{"actions":[{"action":"click","target":1}]}"#).unwrap();
+        let stale = Screen {
+            observation_id: "o1",
+            latest_id: "o2",
+            targets: &ts,
+            mapping,
+            app: Some("gedit"),
+        };
+        assert_eq!(
+            check(&b, &stale, &rails(), &stop).unwrap_err().rule,
+            "stale-observation"
+        );
+        let fresh = Screen {
+            observation_id: "o2",
+            latest_id: "o2",
+            targets: &ts,
+            mapping,
+            app: Some("gedit"),
+        };
+        let mut none = rails();
+        none.allow_apps.clear();
+        let r = check(&b, &fresh, &none, &stop).unwrap_err();
+        assert_eq!(r.rule, "app-allowlist");
+        assert!(r.message.contains("allow_apps = [\"gedit\"]"), "{r}");
+    }
+
+    #[test]
+    fn positions_map_to_logical_points_before_checks() {
+        let c = run(r#"{"actions":[{"action":"click","target":1},{"action":"double_click","x":640,"y":360},{"action":"drag","from":{"target":1},"to":{"x":10,"y":10}}]}"#, "gedit").unwrap();
+        assert_eq!(
+            c.steps[0],
+            Step::Click {
+                at: LogicalPoint { x: 130, y: 108 },
+                button: Button::Left,
+                count: 1
+            }
+        );
+        assert_eq!(
+            c.steps[1],
+            Step::Click {
+                at: LogicalPoint { x: 960, y: 540 },
+                button: Button::Left,
+                count: 2
+            }
+        );
+        assert_eq!(
+            c.destructive,
+            vec![(3, "drags move or delete things".to_string())]
+        );
+    }
+
+    #[test]
+    fn classification() {
+        let c = |s| crate::action::parse_combo(s).unwrap();
+        for (combo, d) in [
+            ("ctrl+w", true),
+            ("ctrl+q", true),
+            ("ctrl+x", true),
+            ("ctrl+backspace", true),
+            ("shift+delete", true),
+            ("alt+f4", true),
+            ("delete", false),
+            ("ctrl+s", false),
+            ("ctrl+shift+w", false),
+        ] {
+            assert_eq!(destructive_combo(&c(combo)).is_some(), d, "{combo}");
+        }
+        for (text, d) in [
+            ("sudo apt", true),
+            ("rm -rf x", true),
+            ("del x", true),
+            ("shutdown now", true),
+            ("please reboot", true),
+            ("hello", false),
+            ("firm ", false),
+        ] {
+            assert_eq!(destructive_text(text).is_some(), d, "{text}");
+        }
+        assert_eq!(phrase("Buy Now!", PURCHASE), Some("buy now"));
+        assert_eq!(phrase("Payment history", PURCHASE), None);
+        assert_eq!(
+            phrase("Empty Trash…", DESTRUCTIVE_DIALOG),
+            Some("empty trash")
+        );
+        assert!(masked("● ● ● ●"));
+        assert!(!masked("**"));
+    }
+}
