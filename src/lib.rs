@@ -1,9 +1,12 @@
 //! voxdesk: a voice-driven desktop assistant that sees the screen as numbered targets, acts behind safety rails and verifies every step.
 //!
 //! Layout (one job per module):
+//! - `act`: the `voxdesk act` command — observe, rails, confirm, actuate, report.
 //! - `action`: the closed set of actions and the `act` tool's JSON parser.
 //! - `config`: settings from defaults, file, env and flags, each with its source.
 //! - `rails`: the safety checks; the only place an approved batch is made.
+//! - `actuator`: the only enigo and device_query user — the input thread and the emergency stop.
+//! - `lock`: the GUI lock (one voxdesk per screen).
 //! - `geometry`: the three coordinate spaces and the one place that converts between them.
 //! - `frame`: a captured or loaded screen image plus the measured monitor facts; safe image loading.
 //! - `capture`: the only xcap user — primary-monitor frames and the focused window.
@@ -15,7 +18,9 @@
 //! - `bench`: `voxdesk bench …` tables.
 //! - `doctor`: preflight checks.
 
+pub mod act;
 pub mod action;
+pub mod actuator;
 pub mod bench;
 pub mod capture;
 pub mod config;
@@ -24,6 +29,7 @@ pub mod doctor;
 pub mod eval;
 pub mod frame;
 pub mod geometry;
+pub mod lock;
 pub mod observation;
 pub mod perception;
 pub mod picture;

@@ -16,6 +16,9 @@ use voxdesk::{bench, capture, doctor, frame, observation, perception, picture};
     about = "A voice-driven desktop assistant that sees the screen as numbered targets."
 )]
 struct Cli {
+    /// Settings file (default: $XDG_CONFIG_HOME/voxdesk/config.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -45,6 +48,27 @@ enum Cmd {
     },
     /// Preflight: what is missing and how to fix it, one cause per line.
     Doctor,
+    /// The effective settings and where each came from (default, file, env, flag).
+    Config {
+        #[arg(long)]
+        mode: Option<String>,
+    },
+    /// Run a batch of actions (the `act` tool's JSON) on the live screen, behind the rails.
+    /// Exit 0: everything ran (or was recorded in observe mode); 3: refused, nothing ran;
+    /// 2: unusable input; 4: stopped by the emergency stop; 1: an action failed.
+    Act {
+        /// observe (touch nothing), confirm (ask first), auto.
+        #[arg(long)]
+        mode: Option<String>,
+        #[arg(long)]
+        json: bool,
+        /// Answer yes to the confirmation (for scripts; destructive actions still need
+        /// `allow_destructive` in auto mode or confirm mode).
+        #[arg(long)]
+        yes: bool,
+        /// {"observation_id":..,"actions":[..],"expect":{..}}; `-` reads standard input.
+        batch: String,
+    },
     /// Benchmarks that print a table.
     Bench {
         #[command(subcommand)]
@@ -111,7 +135,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("VOXDESK_LOG")
-                .unwrap_or_else(|_| "warn".into()),
+                .unwrap_or_else(|_| "warn,enigo=error".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -125,8 +149,61 @@ fn main() -> ExitCode {
     }
 }
 
+fn settings(
+    config: Option<&std::path::Path>,
+    mode: Option<String>,
+) -> Result<voxdesk::config::Loaded> {
+    let flags: Vec<(&'static str, String)> = mode.into_iter().map(|m| ("rails.mode", m)).collect();
+    Ok(voxdesk::config::load(
+        config,
+        |k| std::env::var(k).ok(),
+        &flags,
+    )?)
+}
+
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
+        Cmd::Config { mode } => {
+            print!("{}", settings(cli.config.as_deref(), mode)?.render());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Act {
+            mode,
+            json,
+            yes,
+            batch,
+        } => {
+            let loaded = settings(cli.config.as_deref(), mode)?;
+            let text = if batch == "-" {
+                let mut s = String::new();
+                std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+                    .context("reading the batch from standard input")?;
+                s
+            } else {
+                batch
+            };
+            let batch = match voxdesk::action::parse_batch(&text) {
+                Ok(b) => b,
+                Err(e) => {
+                    eprintln!("voxdesk: error: unusable batch: {e}");
+                    return Ok(ExitCode::from(voxdesk::act::EXIT_BAD_INPUT));
+                }
+            };
+            let report = match voxdesk::act::run(batch, &loaded.settings, yes) {
+                Ok(r) => r,
+                Err(e) if e.downcast_ref::<voxdesk::act::RefusedByLock>().is_some() => {
+                    eprintln!("voxdesk: {e}");
+                    return Ok(ExitCode::from(voxdesk::act::EXIT_REFUSED));
+                }
+                Err(e) => return Err(e),
+            };
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{}", report.render());
+            }
+            Ok(ExitCode::from(report.exit_code()))
+        }
         Cmd::Ocr { json, image } => {
             let t = Instant::now();
             let img = frame::load_image(&image)?;

@@ -514,7 +514,14 @@ fn password_field(focus: Option<&Target>, targets: &[Target]) -> Option<String> 
     match focus {
         Some(f) if masked(&f.text) => Some(format!("target {} shows masked characters: it is a password field", f.id)),
         Some(f) => label_near(f).map(|l| format!("target {} is labelled {:?}: voxdesk never types into password fields", f.id, l.text)),
-        None => targets.iter().find(|t| masked(&t.text)).map(|t| format!("the screen shows a masked field (target {}): voxdesk never types into password fields", t.id)),
+        None => targets
+            .iter()
+            .find(|t| masked(&t.text))
+            .map(|t| format!("the screen shows a masked field (target {}): voxdesk never types into password fields", t.id))
+            .or_else(|| {
+                // A prompt like "Password:" (a terminal, a dialog) with no field clicked.
+                targets.iter().find(|t| t.text.trim_end().ends_with(':') && phrase(&t.text, PASSWORD_WORDS).is_some()).map(|t| format!("the screen asks for a password ({:?}, target {}): voxdesk never types one", t.text, t.id))
+            }),
     }
 }
 
