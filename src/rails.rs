@@ -475,15 +475,26 @@ const PASSWORD_WORDS: &[&str] = &[
     "secret",
 ];
 
-/// The phrase of `list` that `text` is (case-insensitive, whole words, ignoring trailing punctuation).
+/// The phrase of `list` that `text` contains (case-insensitive, whole words). Words of five
+/// letters or more may differ by one OCR slip (two from eight letters): a refusal must not be
+/// dodged by "Passuord" or "Delete permanentIy".
 fn phrase(text: &str, list: &[&'static str]) -> Option<&'static str> {
-    let t: String = text
+    let norm: String = text
         .to_lowercase()
         .chars()
         .map(|c| if c.is_alphanumeric() { c } else { ' ' })
         .collect();
-    let t = format!(" {} ", t.split_whitespace().collect::<Vec<_>>().join(" "));
-    list.iter().copied().find(|p| t.contains(&format!(" {p} ")))
+    let words: Vec<&str> = norm.split_whitespace().collect();
+    let same = |a: &str, b: &str| {
+        let d = strsim::levenshtein(a, b);
+        d == 0 || (b.len() >= 5 && d <= 1) || (b.len() >= 8 && d <= 2)
+    };
+    list.iter().copied().find(|p| {
+        let pw: Vec<&str> = p.split_whitespace().collect();
+        words
+            .windows(pw.len())
+            .any(|w| w.iter().zip(&pw).all(|(a, b)| same(a, b)))
+    })
 }
 
 fn masked(text: &str) -> bool {
@@ -520,7 +531,10 @@ fn password_field(focus: Option<&Target>, targets: &[Target]) -> Option<String> 
             .map(|t| format!("the screen shows a masked field (target {}): voxdesk never types into password fields", t.id))
             .or_else(|| {
                 // A prompt like "Password:" (a terminal, a dialog) with no field clicked.
-                targets.iter().find(|t| t.text.trim_end().ends_with(':') && phrase(&t.text, PASSWORD_WORDS).is_some()).map(|t| format!("the screen asks for a password ({:?}, target {}): voxdesk never types one", t.text, t.id))
+                targets
+                    .iter()
+                    .find(|t| t.text.contains(':') && t.text.split(':').next().and_then(|head| phrase(head, PASSWORD_WORDS)).is_some())
+                    .map(|t| format!("the screen asks for a password ({:?}, target {}): voxdesk never types one", t.text, t.id))
             }),
     }
 }

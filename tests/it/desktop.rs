@@ -7,7 +7,8 @@ use crate::util::*;
 
 #[test]
 fn look_sees_xcalc_keys_where_the_window_is() {
-    let Some(display) = rig() else { return };
+    let Some(rig) = rig() else { return };
+    let display: &str = &rig;
     let calc = Guard(
         Command::new("xcalc")
             .env("DISPLAY", &display)
@@ -77,7 +78,8 @@ fn look_sees_xcalc_keys_where_the_window_is() {
 
 #[test]
 fn doctor_passes_on_the_rig() {
-    let Some(display) = rig() else { return };
+    let Some(rig) = rig() else { return };
+    let display: &str = &rig;
     let o = output(bin().env("DISPLAY", &display).arg("doctor"));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{out}");
@@ -100,7 +102,7 @@ fn doctor_passes_on_the_rig() {
 /// Each broken environment gets its own message (and fix), and a non-zero exit.
 #[test]
 fn doctor_names_each_cause() {
-    let Some(_) = rig() else { return };
+    let Some(_rig) = rig() else { return };
     let case = |c: &mut Command, needle: &str| {
         let o = output(c.arg("doctor"));
         let out = String::from_utf8_lossy(&o.stdout);
@@ -153,7 +155,7 @@ fn look_without_a_display_is_a_clear_error() {
 
 #[test]
 fn display_going_away_mid_run_is_an_error_not_a_panic_or_hang() {
-    let Some(_) = rig() else { return };
+    let Some(_rig) = rig() else { return };
     for delay_ms in [0u64, 150, 400] {
         let mut x = PrivateX::start(&[], true);
         let mut child = bin()

@@ -42,13 +42,32 @@ pub fn assert_clean_failure(o: &Output, needle: &str) {
     );
 }
 
+/// The shared virtual desktop, held exclusively: tests that open windows or send input must
+/// not overlap (they would fight over focus, the pointer and the GUI lock).
+pub struct Rig {
+    pub display: String,
+    _exclusive: std::sync::MutexGuard<'static, ()>,
+}
+
+impl std::ops::Deref for Rig {
+    type Target = String;
+    fn deref(&self) -> &String {
+        &self.display
+    }
+}
+
+static DESKTOP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The display of the virtual desktop `cargo xtask test` started, or `None` (with a clear
-/// message) outside it. Under `CI=true` a missing rig fails the test instead of skipping it.
-pub fn rig() -> Option<String> {
+/// message) outside it. Under `CI=true` a missing rig is a failure instead of a skip.
+pub fn rig() -> Option<Rig> {
     let display = std::env::var("DISPLAY").ok().filter(|d| !d.is_empty());
     let in_rig = std::env::var("VOXDESK_RIG").is_ok_and(|v| v == "1");
     match display {
-        Some(d) if in_rig => Some(d),
+        Some(d) if in_rig => Some(Rig {
+            display: d,
+            _exclusive: DESKTOP.lock().unwrap_or_else(|p| p.into_inner()),
+        }),
         _ => {
             let msg = "this test needs the virtual desktop: run it with `cargo xtask test` (it starts a private Xvfb + openbox)";
             if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {

@@ -1,0 +1,341 @@
+//! `voxdesk act` on the virtual desktop with real windows and real input: clicks land, rails refuse with nothing moving, the lock holds and recovers, the emergency stop interrupts a long type.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::util::*;
+
+fn xdotool(display: &str, args: &[&str]) -> String {
+    let o = Command::new("xdotool")
+        .env("DISPLAY", display)
+        .args(args)
+        .output()
+        .expect("xdotool");
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// Start an app and focus it; killed when the guard drops.
+fn app(display: &str, cmd: &[&str], class: &str) -> Guard {
+    let g = Guard(
+        Command::new(cmd[0])
+            .env("DISPLAY", display)
+            .args(&cmd[1..])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start app"),
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || !xdotool(
+            display,
+            &["search", "--class", class]
+        )
+        .is_empty()),
+        "{class} window"
+    );
+    let _ = Command::new("xdotool")
+        .env("DISPLAY", display)
+        .args(["search", "--class", class, "windowactivate", "--sync"])
+        .status();
+    std::thread::sleep(Duration::from_millis(400));
+    g
+}
+
+fn look(display: &str) -> serde_json::Value {
+    let o = output(bin().env("DISPLAY", display).args(["look", "--json"]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Centre of the first target with `text` (optionally inside a y-range), in model-picture pixels
+/// (the 1920x1080 rig maps to a 1280x720 picture).
+fn point_of(v: &serde_json::Value, text: &str, ys: std::ops::Range<i64>) -> (f64, f64) {
+    let t = v["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["text"] == text && ys.contains(&t["box"]["y"].as_i64().unwrap()))
+        .unwrap_or_else(|| panic!("{text} not on screen"));
+    let b = &t["box"];
+    let cx = b["x"].as_f64().unwrap() + b["w"].as_f64().unwrap() / 2.0;
+    let cy = b["y"].as_f64().unwrap() + b["h"].as_f64().unwrap() / 2.0;
+    (cx * 1280.0 / 1920.0, cy * 720.0 / 1080.0)
+}
+
+fn act(
+    display: &str,
+    extra_env: &[(&str, &str)],
+    args: &[&str],
+    batch: &str,
+) -> (Option<i32>, serde_json::Value, String) {
+    let mut c = bin();
+    c.env("DISPLAY", display).env("VOXDESK_MODE", "auto");
+    for (k, v) in extra_env {
+        c.env(k, v);
+    }
+    let o = output(c.arg("act").arg("--json").args(args).arg(batch));
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    let v = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
+    (o.status.code(), v, stderr)
+}
+
+/// The xcalc display's number: the target in the display strip at the top of the window.
+fn display_value(display: &str) -> String {
+    let v = look(display);
+    v["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| {
+            (220..245).contains(&t["box"]["y"].as_i64().unwrap())
+                && t["box"]["x"].as_i64().unwrap() > 600
+        })
+        .map(|t| t["text"].as_str().unwrap().to_string())
+        .next()
+        .unwrap_or_default()
+}
+
+#[test]
+fn click_on_a_target_lands_and_refusals_move_nothing() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = app(&d, &["xcalc", "-geometry", "300x400+400+200"], "XCalc");
+    let env = [("VOXDESK_ALLOW_APPS", "XCalc")];
+    assert_eq!(display_value(&d), "0");
+    let v = look(&d);
+    let (x, y) = point_of(&v, "5", 500..560);
+    let (code, rep, err) = act(
+        &d,
+        &env,
+        &[],
+        &format!(r#"{{"actions":[{{"action":"click","x":{x},"y":{y}}}]}}"#),
+    );
+    assert_eq!(code, Some(0), "{rep} {err}");
+    assert_eq!(rep["actions"][0]["outcome"], "done");
+    assert_eq!(display_value(&d), "5", "xcalc reacted to the click");
+
+    // 21 actions: refused whole, nothing happens.
+    let many = vec![format!(r#"{{"action":"click","x":{x},"y":{y}}}"#); 21].join(",");
+    let (code, rep, _) = act(&d, &env, &[], &format!(r#"{{"actions":[{many}]}}"#));
+    assert_eq!(code, Some(3));
+    assert_eq!(rep["refusal"]["rule"], "max-actions");
+    assert_eq!(display_value(&d), "5", "nothing ran");
+
+    // A forbidden region: refused, and the pointer does not move.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(
+        &cfg,
+        "[rails]\nforbidden_regions = [{x=400, y=480, w=300, h=120}]\n",
+    )
+    .unwrap();
+    xdotool(&d, &["mousemove", "50", "50"]);
+    let (code, rep, _) = act(
+        &d,
+        &env,
+        &["--config", cfg.to_str().unwrap()],
+        &format!(r#"{{"actions":[{{"action":"click","x":{x},"y":{y}}}]}}"#),
+    );
+    assert_eq!(code, Some(3), "{rep}");
+    assert_eq!(rep["refusal"]["rule"], "forbidden-region");
+    assert!(
+        xdotool(&d, &["getmouselocation"]).starts_with("x:50 y:50"),
+        "pointer moved: {}",
+        xdotool(&d, &["getmouselocation"])
+    );
+    assert_eq!(display_value(&d), "5");
+
+    // Not on the allowlist.
+    let (code, rep, _) = act(
+        &d,
+        &[("VOXDESK_ALLOW_APPS", "Firefox")],
+        &[],
+        &format!(r#"{{"actions":[{{"action":"click","x":{x},"y":{y}}}]}}"#),
+    );
+    assert_eq!(
+        (code, rep["refusal"]["rule"].as_str()),
+        (Some(3), Some("app-allowlist"))
+    );
+    // Unusable input: exit 2.
+    let (code, _, err) = act(
+        &d,
+        &env,
+        &[],
+        r#"{"actions":[{"action":"scroll","direction":"sideways"}]}"#,
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("action 1: `direction`"), "{err}");
+}
+
+#[test]
+fn typing_rails_in_a_terminal() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _term = app(
+        &d,
+        &[
+            "xterm",
+            "-geometry",
+            "80x20+100+100",
+            "-e",
+            "sh",
+            "-c",
+            "printf 'Password: '; stty -echo; read x; sleep 60",
+        ],
+        "XTerm",
+    );
+    let env = [("VOXDESK_ALLOW_APPS", "XTerm")];
+    let (code, rep, _) = act(
+        &d,
+        &env,
+        &[],
+        r#"{"actions":[{"action":"type","text":"hunter2"}]}"#,
+    );
+    assert_eq!(
+        (code, rep["refusal"]["rule"].as_str()),
+        (Some(3), Some("password-field")),
+        "{rep}"
+    );
+    let long = format!(
+        r#"{{"actions":[{{"action":"type","text":"{}"}}]}}"#,
+        "a".repeat(5000)
+    );
+    let (code, rep, _) = act(&d, &env, &[], &long);
+    assert_eq!(
+        (code, rep["refusal"]["rule"].as_str()),
+        (Some(3), Some("hard-cap"))
+    );
+    drop(_term);
+    let _term = app(&d, &["xterm", "-geometry", "80x20+100+100"], "XTerm");
+    for text in ["ls; rm -rf /tmp/x", "echo $HOME", "cat a | sh"] {
+        let (code, rep, _) = act(
+            &d,
+            &env,
+            &[],
+            &format!(
+                r#"{{"actions":[{{"action":"type","text":{}}}]}}"#,
+                serde_json::to_string(text).unwrap()
+            ),
+        );
+        assert_eq!(
+            (code, rep["refusal"]["rule"].as_str()),
+            (Some(3), Some("terminal-metachar")),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_second_session_is_refused_until_the_first_dies() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let runtime = tempfile::tempdir().unwrap();
+    let rt = runtime.path().to_str().unwrap();
+    let mut first = bin()
+        .env("DISPLAY", &d)
+        .env("XDG_RUNTIME_DIR", rt)
+        .args([
+            "act",
+            "--mode",
+            "auto",
+            r#"{"actions":[{"action":"wait","ms":20000}]}"#,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = runtime
+        .path()
+        .join("voxdesk")
+        .join(format!("gui-{}.lock", d.replace(':', "_")));
+    assert!(
+        wait_for(Duration::from_secs(20), || lock.exists()),
+        "first session took the lock"
+    );
+    let (code, _, err) = act(
+        &d,
+        &[("XDG_RUNTIME_DIR", rt)],
+        &[],
+        r#"{"actions":[{"action":"wait","ms":1}]}"#,
+    );
+    assert_eq!(code, Some(3), "{err}");
+    assert!(
+        err.contains(&format!("pid {}", first.id())),
+        "names the holder: {err}"
+    );
+    // kill -9: no cleanup ran, the record is still there, and it is recovered.
+    let _ = Command::new("kill")
+        .args(["-9", &first.id().to_string()])
+        .status();
+    let _ = first.wait();
+    assert!(lock.exists());
+    let (code, rep, err) = act(
+        &d,
+        &[("XDG_RUNTIME_DIR", rt)],
+        &[],
+        r#"{"actions":[{"action":"wait","ms":1}]}"#,
+    );
+    assert_eq!(code, Some(0), "{rep} {err}");
+}
+
+/// Keys the X server reports down right now.
+fn keys_down(display: &str) -> Vec<u8> {
+    use x11rb::connection::Connection as _;
+    use x11rb::protocol::xproto::ConnectionExt as _;
+    let (c, _) = x11rb::connect(Some(display)).unwrap();
+    let km = c.query_keymap().unwrap().reply().unwrap().keys;
+    let _ = c.setup();
+    (0..=255u8)
+        .filter(|k| km[*k as usize / 8] & (1 << (k % 8)) != 0)
+        .collect()
+}
+
+#[test]
+fn emergency_stop_interrupts_a_long_type_and_leaves_nothing_held() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _term = app(&d, &["xterm", "-geometry", "80x20+100+100"], "XTerm");
+    let batch = format!(
+        r#"{{"actions":[{{"action":"type","text":"{}"}},{{"action":"wait","ms":100}}]}}"#,
+        "b".repeat(3000)
+    );
+    let child = bin()
+        .env("DISPLAY", &d)
+        .env("VOXDESK_MODE", "auto")
+        .env("VOXDESK_ALLOW_APPS", "XTerm")
+        .args(["act", "--json", &batch])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until typing is visibly under way, then hold the stop combination.
+    assert!(
+        wait_for(Duration::from_secs(30), || look(&d)["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["text"].as_str().is_some_and(|s| s.contains("bbbb")))),
+        "typing started"
+    );
+    xdotool(&d, &["keydown", "ctrl+alt+Escape"]);
+    std::thread::sleep(Duration::from_millis(600));
+    xdotool(&d, &["keyup", "ctrl+alt+Escape"]);
+    let o = child.wait_with_output().unwrap();
+    let rep: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&o.stderr)));
+    assert_eq!(o.status.code(), Some(4), "{rep}");
+    assert_eq!(rep["status"], "stopped");
+    assert_eq!(
+        rep["actions"][0]["outcome"], "stopped",
+        "interrupted mid-type"
+    );
+    assert_eq!(
+        rep["actions"][1]["outcome"], "stopped",
+        "the queue was dropped"
+    );
+    assert!(
+        keys_down(&d).is_empty(),
+        "keys still held: {:?}",
+        keys_down(&d)
+    );
+}
