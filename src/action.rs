@@ -458,6 +458,9 @@ pub fn parse_combo(s: &str) -> Result<Combo, String> {
         "pgup" | "page_up" | "pageup" | "prior" => "pageup".to_string(),
         "pgdn" | "page_down" | "pagedown" | "next" => "pagedown".to_string(),
         "plus" => "+".to_string(),
+        // A modifier pressed on its own.
+        "ctrl" | "control" => "ctrl".to_string(),
+        "alt" | "shift" | "super" => key.clone(),
         k if KEYS.contains(&k) => k.to_string(),
         k if k.len() >= 2
             && k.starts_with('f')
@@ -604,6 +607,7 @@ mod tests {
             "ctrl+shift+a"
         );
         assert_eq!(parse_combo("ctrl++").unwrap().to_string(), "ctrl++");
+        assert_eq!(parse_combo("Shift").unwrap().to_string(), "shift");
         assert!(parse_combo("ctrl+").is_err());
         assert!(parse_combo("f25").is_err());
         assert!(parse_combo("").is_err());

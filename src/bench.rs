@@ -327,3 +327,144 @@ pub fn tesseract_cli(png: &Path, psm: &str) -> Result<Vec<Found>> {
     }
     Ok(lines.into_iter().map(|(_, f)| f).collect())
 }
+
+/// `voxdesk bench act`: emergency-stop latency (also while the calling thread is blocked in OCR),
+/// rail checking per batch, dispatch overhead per action. Needs a display; it presses only
+/// Shift and the stop combination on whatever has focus, so run it on a virtual desktop.
+pub fn act(runs: usize) -> Result<String> {
+    use crate::action::parse_batch;
+    use crate::actuator::{Actuator, StopLatch, StopWatcher};
+    use crate::config::Settings;
+    use crate::geometry::{Mapping, Rect};
+    use crate::perception::Target;
+    use crate::rails::{self, Decision, Screen};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let mut out = String::new();
+    let settings = Settings::default();
+    let mut rails_cfg = settings.rails.clone();
+    rails_cfg.allow_apps = vec!["bench".into()];
+    let targets: Vec<Target> = (0..150)
+        .map(|i| Target {
+            id: i + 1,
+            text: format!("Label {i}"),
+            rect: Rect::new((i as i32 % 10) * 180, (i as i32 / 10) * 60, 80, 16),
+            conf: 0.9,
+            new: false,
+        })
+        .collect();
+    let mapping = Mapping::new((1280, 720), (1920, 1080), (0, 0), (1920, 1080))?;
+    let screen = Screen {
+        observation_id: "o",
+        latest_id: "o",
+        targets: &targets,
+        mapping,
+        app: Some("bench"),
+    };
+    let batch = parse_batch(
+        r#"{"actions":[{"action":"click","target":12},{"action":"type","text":"hello world"},{"action":"key","combo":"ctrl+s"},{"action":"scroll","direction":"down","amount":3,"target":40},{"action":"double_click","x":400,"y":300},{"action":"right_click","target":99},{"action":"wait","ms":10},{"action":"key","combo":"shift+tab"},{"action":"type","text":"notes.txt"},{"action":"click","target":150}]}"#,
+    )?;
+    // Rails: pure, so time many batches.
+    let mut times = Vec::new();
+    for _ in 0..2000 {
+        let t = Instant::now();
+        let c = rails::check(&batch, &screen, &rails_cfg, &settings.stop.combo);
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        anyhow::ensure!(c.is_ok(), "bench batch refused: {:?}", c.err());
+    }
+    out.push_str(&format!(
+        "rail check, 10 actions over 150 targets: median {:.4} ms, p95 {:.4} ms (target ≤ 1 ms)\n",
+        median(&mut times.clone()),
+        percentile(&mut times, 95.0)
+    ));
+
+    // Dispatch overhead: ten Shift taps with no rate limit; overhead = wall time per action.
+    let latch = Arc::new(StopLatch::default());
+    let actuator = Actuator::start(latch.clone()).map_err(|e| anyhow::anyhow!(e))?;
+    let taps = parse_batch(&format!(
+        r#"{{"actions":[{}]}}"#,
+        vec![r#"{"action":"key","combo":"shift"}"#; 10].join(",")
+    ))?;
+    let shift_batch = |b: &crate::action::Batch| -> Result<rails::Approved> {
+        let c = rails::check(b, &screen, &rails_cfg, &settings.stop.combo)
+            .map_err(|r| anyhow::anyhow!("{r}"))?;
+        match rails::approve(c, crate::config::Mode::Auto, &rails_cfg, true) {
+            Decision::Run(a) => Ok(a),
+            other => anyhow::bail!("not approved: {other:?}"),
+        }
+    };
+    let mut per_action = Vec::new();
+    for _ in 0..runs.max(5) {
+        let t = Instant::now();
+        let n = actuator
+            .run(shift_batch(&taps)?, Duration::ZERO)
+            .iter()
+            .count();
+        per_action.push(t.elapsed().as_secs_f64() * 1000.0 / n.max(1) as f64);
+    }
+    out.push_str(&format!("dispatch overhead per action (key shift, no rate limit): median {:.2} ms (target ≤ 5 ms)\n", median(&mut per_action)));
+    drop(actuator);
+
+    // Emergency stop: hold the combination with XTEST (xdotool) during a long wait, with the
+    // calling thread blocked in OCR the whole time.
+    let hold = Duration::from_millis(settings.stop.hold_ms);
+    let mut lat = Vec::new();
+    let img =
+        crate::frame::load_image(std::path::Path::new("tests/fixtures/ui/files-light-1x.png")).ok();
+    let mut perceiver = Perceiver::new(1)?;
+    for _ in 0..runs.max(10) {
+        let latch = Arc::new(StopLatch::default());
+        let _w = StopWatcher::start(&settings.stop.combo, hold, latch.clone())
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let actuator = Actuator::start(latch.clone()).map_err(|e| anyhow::anyhow!(e))?;
+        let rx = actuator.run(
+            shift_batch(&parse_batch(
+                r#"{"actions":[{"action":"wait","ms":20000},{"action":"key","combo":"shift"}]}"#,
+            )?)?,
+            Duration::ZERO,
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        let down = Instant::now();
+        let st = Command::new("xdotool")
+            .args(["keydown", "ctrl+alt+Escape"])
+            .status()
+            .context("xdotool (apt-get install xdotool)")?;
+        anyhow::ensure!(st.success(), "xdotool keydown failed");
+        // Block this thread in real work while the stop happens.
+        if let Some(img) = &img {
+            let t = Instant::now();
+            while t.elapsed() < hold + Duration::from_millis(200) {
+                perceiver.clear_cache();
+                let _ = perceiver.perceive(img.as_raw(), img.width(), img.height(), true);
+            }
+        }
+        let _ = Command::new("xdotool")
+            .args(["keyup", "ctrl+alt+Escape"])
+            .status();
+        let reports: Vec<_> = rx.iter().collect();
+        anyhow::ensure!(
+            latch.is_stopped() && reports.len() == 2,
+            "the stop did not trigger"
+        );
+        let released = latch.released_at().context("nothing released")?;
+        // From the moment the hold threshold was reached (key down + hold) to everything released.
+        lat.push((released.saturating_duration_since(down + hold)).as_secs_f64() * 1000.0);
+    }
+    out.push_str(&format!(
+        "emergency stop, threshold reached → released and queue empty, main thread blocked in OCR: median {:.1} ms, p95 {:.1} ms over {} stops (target p95 ≤ 50 ms)\n",
+        median(&mut lat.clone()),
+        percentile(&mut lat, 95.0),
+        lat.len()
+    ));
+    Ok(out)
+}
+
+pub fn percentile(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let i = ((p / 100.0) * (v.len() - 1) as f64).round() as usize;
+    v[i.min(v.len() - 1)]
+}

@@ -91,6 +91,12 @@ enum BenchCmd {
         #[arg(long)]
         misses: bool,
     },
+    /// Emergency-stop latency, rail checking and dispatch overhead (run it on a virtual desktop:
+    /// it presses Shift and the stop combination).
+    Act {
+        #[arg(long, default_value_t = 20)]
+        runs: usize,
+    },
 }
 
 fn parse_size(s: &str) -> Result<(u32, u32), String> {
@@ -318,6 +324,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 ExitCode::from(1)
             })
+        }
+        Cmd::Bench {
+            what: BenchCmd::Act { runs },
+        } => {
+            print!("{}", bench::act(runs)?);
+            Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench {
             what:
