@@ -27,7 +27,7 @@ pub struct ActionReport {
     pub action: &'static str,
     /// The resolved step ("click at (130, 108)"), when the rails got that far.
     pub step: Option<String>,
-    /// done | stopped | failed | would-run | not-run
+    /// done | stopped | failed | skipped (after a failure) | would-run | not-run
     pub outcome: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -249,6 +249,7 @@ pub fn run(mut batch: Batch, settings: &Settings, assume_yes: bool) -> anyhow::R
         a.ms = (r.took.as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
         match r.outcome {
             Outcome::Done => a.outcome = "done",
+            Outcome::Skipped => a.outcome = "skipped",
             Outcome::Stopped => a.outcome = "stopped",
             Outcome::Failed(e) => {
                 a.outcome = "failed";

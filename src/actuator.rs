@@ -149,6 +149,8 @@ impl Drop for StopWatcher {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     Done,
+    /// Not run because an earlier step of the batch failed.
+    Skipped,
     /// Interrupted or skipped by the emergency stop.
     Stopped,
     Failed(String),
@@ -283,20 +285,28 @@ fn worker(mut e: Enigo, jobs: Receiver<Job>, latch: Arc<StopLatch>) {
                 release_all(&mut e, &mut held, &latch);
             }
             let stopped = outcome == Outcome::Stopped;
+            let failed = matches!(outcome, Outcome::Failed(_));
             let _ = reports.send(StepReport {
                 index: i,
                 outcome,
                 took: t.elapsed(),
             });
-            if stopped {
-                // Everything queued after a stop is dropped, reported as stopped.
+            if stopped || failed {
+                // Everything queued after a stop is dropped; after a failure the rest would act
+                // on a screen that is not what was planned for.
                 for j in i + 1..batch.steps().len() {
+                    let outcome = if stopped {
+                        Outcome::Stopped
+                    } else {
+                        Outcome::Skipped
+                    };
                     let _ = reports.send(StepReport {
                         index: j,
-                        outcome: Outcome::Stopped,
+                        outcome,
                         took: Duration::ZERO,
                     });
                 }
+                release_all(&mut e, &mut held, &latch);
                 break;
             }
         }
