@@ -342,11 +342,59 @@ fn demo() -> Result<()> {
         .args(["look", "--json"])
         .output()?;
     std::fs::write(out.join("look.json"), &json.stdout)?;
+    // Act behind the rails: press "5" on the calculator (xcalc allowed, auto mode), then show a
+    // refusal (alt+f4 is forbidden) and an observe-mode dry run.
+    let look: serde_json::Value =
+        serde_json::from_slice(&json.stdout).context("parsing look --json")?;
+    let five = look["targets"]
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["text"] == "5"))
+        .context("xcalc's \"5\" key was not found on screen")?;
+    let b = &five["box"];
+    let f = |k: &str| b[k].as_f64().unwrap_or(0.0);
+    // Model-picture pixels: the 1920x1080 screen is shown to the model at 1280x720.
+    let (x, y) = (
+        (f("x") + f("w") / 2.0) * 2.0 / 3.0,
+        (f("y") + f("h") / 2.0) * 2.0 / 3.0,
+    );
+    let click = format!(
+        r#"{{"actions":[{{"action":"click","x":{x:.1},"y":{y:.1}}}],"expect":{{"appears":"5"}}}}"#
+    );
+    println!("\n$ voxdesk act --mode auto '{click}'");
+    let _ = rig
+        .cmd(bin.to_str().unwrap())
+        .env("VOXDESK_ALLOW_APPS", "XCalc")
+        .args(["act", "--mode", "auto", &click])
+        .status();
+    println!("\n$ voxdesk act --mode auto '{{\"actions\":[{{\"action\":\"key\",\"combo\":\"alt+f4\"}}]}}'");
+    let _ = rig
+        .cmd(bin.to_str().unwrap())
+        .env("VOXDESK_ALLOW_APPS", "XCalc")
+        .args([
+            "act",
+            "--mode",
+            "auto",
+            r#"{"actions":[{"action":"key","combo":"alt+f4"}]}"#,
+        ])
+        .status();
+    println!("\n$ voxdesk act --mode observe (clicking 5 again, dry run)");
+    let _ = rig
+        .cmd(bin.to_str().unwrap())
+        .env("VOXDESK_ALLOW_APPS", "XCalc")
+        .args(["act", "--mode", "observe", &click])
+        .status();
+    let after = out.join("after.png");
+    run(rig
+        .cmd(bin.to_str().unwrap())
+        .args(["look", "--annotate"])
+        .arg(&after)
+        .stdout(Stdio::null()))?;
     drop(rig);
     println!(
-        "\nannotated picture (what the model sees): {}\nobservation JSON: {}",
+        "\nannotated picture (what the model sees): {}\nobservation JSON: {}\nafter pressing 5: {}",
         png.display(),
-        out.join("look.json").display()
+        out.join("look.json").display(),
+        after.display()
     );
     Ok(())
 }
