@@ -12,6 +12,7 @@
 //! - `capture`: the only xcap user — primary-monitor frames and the focused window.
 //! - `desktop`: the only raw X11 (x11rb) user — XTEST and window-manager facts.
 //! - `perception`: frames → targets (line finding, Tesseract, tiles, stable ids).
+//! - `planner`: the planner boundary (tools observe/act/done and their schema) and the offline planner.
 //! - `picture`: the downscaled, annotated JPEG the model sees.
 //! - `observation`: the JSON shapes other tools consume (`ocr`, `look`).
 //! - `eval`: scoring targets against ground-truth labels (benchmarks, tests).
@@ -33,4 +34,5 @@ pub mod lock;
 pub mod observation;
 pub mod perception;
 pub mod picture;
+pub mod planner;
 pub mod rails;

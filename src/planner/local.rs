@@ -1,0 +1,560 @@
+//! The offline planner (`--provider local`): plain imperative English, parsed deterministically into steps, each with the expectation it implies; labels matched against targets, never guessed.
+//!
+//! Grammar (case-insensitive; steps joined by "then", commas, or "and"):
+//! `click L`, `double-click L`, `right-click L`, `type "text"`, `press COMBO`,
+//! `scroll up|down|left|right [N] [in L]`, `drag L to L`, `wait for L`, `wait N ms|s`,
+//! `open L then L` (open = click). `L` is a label as it appears on screen, quotes optional.
+
+use crate::action::{parse_combo, Action, Combo, Direction, Expect, Pos};
+use crate::perception::Target;
+
+/// One step of the task, before it is bound to targets on a screen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Intent {
+    Click {
+        label: String,
+        kind: ClickKind,
+    },
+    Type {
+        text: String,
+    },
+    Press {
+        combo: Combo,
+    },
+    Scroll {
+        direction: Direction,
+        amount: u32,
+        within: Option<String>,
+    },
+    Drag {
+        from: String,
+        to: String,
+    },
+    WaitFor {
+        label: String,
+    },
+    Wait {
+        ms: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClickKind {
+    Single,
+    Double,
+    Right,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlanError {
+    #[error("step {step}: I don't understand {text:?} (try: click, double-click, right-click, type \"…\", press ctrl+s, scroll down, drag A to B, wait for X)")]
+    Unknown { step: usize, text: String },
+    #[error("step {step}: {message}")]
+    Bad { step: usize, message: String },
+    #[error("the task is empty")]
+    Empty,
+}
+
+/// Split a task into its steps and parse each.
+pub fn parse_task(task: &str) -> Result<Vec<Intent>, PlanError> {
+    let parts = split_steps(task);
+    if parts.is_empty() {
+        return Err(PlanError::Empty);
+    }
+    let mut out = Vec::with_capacity(parts.len());
+    let mut in_menu = false;
+    for (i, p) in parts.iter().enumerate() {
+        // "open File then Save As": after "open", a bare label is the next menu item to click.
+        let intent = match parse_step(p, i + 1) {
+            Err(PlanError::Unknown { .. }) if in_menu => Intent::Click {
+                label: unquote(p),
+                kind: ClickKind::Single,
+            },
+            other => other?,
+        };
+        in_menu = p.to_lowercase().starts_with("open ")
+            || (in_menu && matches!(intent, Intent::Click { .. }));
+        out.push(intent);
+    }
+    Ok(out)
+}
+
+/// Split on "then", "and", commas and semicolons — but never inside quotes.
+fn split_steps(task: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let words: Vec<&str> = task.split_inclusive(char::is_whitespace).collect();
+    let mut push = |cur: &mut String, out: &mut Vec<String>| {
+        let t = cur
+            .trim()
+            .trim_end_matches([',', ';', '.'])
+            .trim()
+            .to_string();
+        if !t.is_empty() {
+            out.push(t);
+        }
+        cur.clear();
+    };
+    for w in words {
+        let bare = w.trim().to_lowercase();
+        if !quoted && (bare == "then" || bare == "and" || bare == "and then") {
+            push(&mut cur, &mut out);
+            continue;
+        }
+        for c in w.chars() {
+            if c == '"' || c == '“' || c == '”' {
+                quoted = !quoted;
+            }
+            if !quoted && (c == ',' || c == ';') {
+                push(&mut cur, &mut out);
+                continue;
+            }
+            cur.push(c);
+        }
+    }
+    push(&mut cur, &mut out);
+    out
+}
+
+fn unquote(s: &str) -> String {
+    s.trim()
+        .trim_matches(|c| c == '"' || c == '“' || c == '”' || c == '\'')
+        .trim()
+        .to_string()
+}
+
+fn parse_step(s: &str, step: usize) -> Result<Intent, PlanError> {
+    let lower = s.to_lowercase();
+    let rest = |prefix: &str| unquote(&s[prefix.len()..]);
+    let bad = |m: &str| PlanError::Bad {
+        step,
+        message: m.to_string(),
+    };
+    for (prefix, kind) in [
+        ("double-click ", ClickKind::Double),
+        ("double click ", ClickKind::Double),
+        ("right-click ", ClickKind::Right),
+        ("right click ", ClickKind::Right),
+        ("click on ", ClickKind::Single),
+        ("click ", ClickKind::Single),
+        ("open ", ClickKind::Single),
+        ("select ", ClickKind::Single),
+        ("press the ", ClickKind::Single),
+    ] {
+        if lower.starts_with(prefix) && !(prefix == "press the " && lower.ends_with(" key")) {
+            let label = rest(prefix);
+            if label.is_empty() {
+                return Err(bad("which label?"));
+            }
+            return Ok(Intent::Click { label, kind });
+        }
+    }
+    if let Some(t) = lower.strip_prefix("type ").map(|_| s[5..].trim()) {
+        let text = if t.starts_with(['"', '“']) && t.ends_with(['"', '”']) && t.chars().count() >= 2
+        {
+            let mut c = t.chars();
+            c.next();
+            c.next_back();
+            c.as_str().to_string()
+        } else {
+            t.to_string()
+        };
+        if text.is_empty() {
+            return Err(bad("type what?"));
+        }
+        return Ok(Intent::Type { text });
+    }
+    if lower.starts_with("press ") || lower.starts_with("hit ") {
+        let c = s.split_once(' ').map(|x| x.1).unwrap_or("").trim();
+        let c = c
+            .strip_prefix("the ")
+            .or_else(|| c.strip_prefix("The "))
+            .unwrap_or(c);
+        let c = c.trim_end_matches(" key").trim_end_matches(" Key").trim();
+        return parse_combo(c)
+            .map(|combo| Intent::Press { combo })
+            .map_err(|m| bad(&m));
+    }
+    if let Some(r) = lower.strip_prefix("scroll ") {
+        let mut words = r.split_whitespace();
+        let direction = match words.next() {
+            Some("up") => Direction::Up,
+            Some("down") => Direction::Down,
+            Some("left") => Direction::Left,
+            Some("right") => Direction::Right,
+            other => {
+                return Err(bad(&format!(
+                    "scroll which way? (up, down, left, right), got {:?}",
+                    other.unwrap_or("")
+                )))
+            }
+        };
+        let mut amount = 3;
+        let mut within = None;
+        let tail: Vec<&str> = words.collect();
+        let mut i = 0;
+        while i < tail.len() {
+            if let Ok(n) = tail[i].parse::<u32>() {
+                amount = n;
+            } else if tail[i] == "in" || tail[i] == "within" {
+                // Keep the label's original case from the input.
+                let start = s
+                    .to_lowercase()
+                    .find(&format!(" {} ", tail[i]))
+                    .map(|p| p + tail[i].len() + 2)
+                    .unwrap_or(s.len());
+                within = Some(unquote(&s[start.min(s.len())..]));
+                break;
+            }
+            i += 1;
+        }
+        return Ok(Intent::Scroll {
+            direction,
+            amount: amount.max(1),
+            within,
+        });
+    }
+    if lower.starts_with("drag ") {
+        let body = &s[5..];
+        let Some(p) = body.to_lowercase().rfind(" to ") else {
+            return Err(bad("drag what to where? (drag A to B)"));
+        };
+        let (from, to) = (unquote(&body[..p]), unquote(&body[p + 4..]));
+        if from.is_empty() || to.is_empty() {
+            return Err(bad("drag what to where? (drag A to B)"));
+        }
+        return Ok(Intent::Drag { from, to });
+    }
+    if lower.starts_with("wait for ") {
+        let label = rest("wait for ");
+        return Ok(Intent::WaitFor { label });
+    }
+    if let Some(r) = lower.strip_prefix("wait ") {
+        let r = r.trim();
+        let (num, unit) = r.split_at(
+            r.find(|c: char| !c.is_ascii_digit() && c != '.')
+                .unwrap_or(r.len()),
+        );
+        let n: f64 = num
+            .parse()
+            .map_err(|_| bad(&format!("wait how long? got {r:?}")))?;
+        let ms = match unit.trim() {
+            "ms" | "milliseconds" => n,
+            "s" | "sec" | "secs" | "second" | "seconds" | "" => n * 1000.0,
+            other => return Err(bad(&format!("unknown unit {other:?}"))),
+        };
+        return Ok(Intent::Wait {
+            ms: ms.round() as u64,
+        });
+    }
+    Err(PlanError::Unknown {
+        step,
+        text: s.to_string(),
+    })
+}
+
+/// Compare a label as spoken with a target's text, tolerating case and small OCR slips
+/// (0/O, 1/l/I, 5/S, 8/B, rn/m) — but never a different word.
+pub fn label_matches(want: &str, got: &str) -> bool {
+    fn canon(s: &str) -> String {
+        s.to_lowercase()
+            .replace("rn", "m")
+            .chars()
+            .filter(|c| !c.is_whitespace() && !matches!(c, '.' | ':' | '…'))
+            .map(|c| match c {
+                '0' => 'o',
+                '1' | 'i' | '|' | '!' => 'l',
+                '5' => 's',
+                '8' => 'b',
+                c => c,
+            })
+            .collect()
+    }
+    let (w, g) = (canon(want), canon(got));
+    !w.is_empty() && w == g
+}
+
+/// Why a label could not be bound.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BindError {
+    #[error("{label:?} is not on screen")]
+    Missing { label: String },
+    #[error("{label:?} is ambiguous: {} targets match ({})", ids.len(), ids.iter().map(|i| format!("#{i}")).collect::<Vec<_>>().join(", "))]
+    Ambiguous { label: String, ids: Vec<u32> },
+}
+
+/// The one target whose text matches `label`.
+pub fn find(label: &str, targets: &[Target]) -> Result<u32, BindError> {
+    let ids: Vec<u32> = targets
+        .iter()
+        .filter(|t| label_matches(label, &t.text))
+        .map(|t| t.id)
+        .collect();
+    match ids.as_slice() {
+        [] => Err(BindError::Missing {
+            label: label.into(),
+        }),
+        [one] => Ok(*one),
+        _ => Err(BindError::Ambiguous {
+            label: label.into(),
+            ids,
+        }),
+    }
+}
+
+/// Bind an intent to the current targets: the action(s) to run and what they should cause.
+/// `WaitFor` binds to a bare expectation (nothing to press).
+pub fn bind(intent: &Intent, targets: &[Target]) -> Result<(Vec<Action>, Expect), BindError> {
+    Ok(match intent {
+        Intent::Click { label, kind } => {
+            let at = Pos::Target(find(label, targets)?);
+            let a = match kind {
+                ClickKind::Single => Action::Click { at },
+                ClickKind::Double => Action::DoubleClick { at },
+                ClickKind::Right => Action::RightClick { at },
+            };
+            (
+                vec![a],
+                Expect {
+                    changes: true,
+                    ..Default::default()
+                },
+            )
+        }
+        Intent::Type { text } => (
+            vec![Action::Type { text: text.clone() }],
+            Expect {
+                appears: vec![text.clone()],
+                changes: true,
+                ..Default::default()
+            },
+        ),
+        Intent::Press { combo } => (
+            vec![Action::Key {
+                combo: combo.clone(),
+            }],
+            Expect {
+                changes: true,
+                ..Default::default()
+            },
+        ),
+        Intent::Scroll {
+            direction,
+            amount,
+            within,
+        } => {
+            let at = match within {
+                Some(l) => Some(Pos::Target(find(l, targets)?)),
+                None => None,
+            };
+            (
+                vec![Action::Scroll {
+                    direction: *direction,
+                    amount: *amount,
+                    at,
+                }],
+                Expect {
+                    changes: true,
+                    ..Default::default()
+                },
+            )
+        }
+        Intent::Drag { from, to } => {
+            let f = find(from, targets)?;
+            let t = find(to, targets)?;
+            (
+                vec![Action::Drag {
+                    from: Pos::Target(f),
+                    to: Pos::Target(t),
+                }],
+                Expect {
+                    disappears: vec![from.clone()],
+                    changes: true,
+                    ..Default::default()
+                },
+            )
+        }
+        Intent::WaitFor { label } => (
+            vec![Action::Wait { ms: 500 }],
+            Expect {
+                appears: vec![label.clone()],
+                ..Default::default()
+            },
+        ),
+        Intent::Wait { ms } => (vec![Action::Wait { ms: *ms }], Expect::default()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::Rect;
+
+    fn c(label: &str) -> Intent {
+        Intent::Click {
+            label: label.into(),
+            kind: ClickKind::Single,
+        }
+    }
+
+    #[test]
+    fn table_of_tasks() {
+        let cases: Vec<(&str, Vec<Intent>)> = vec![
+            ("click Save", vec![c("Save")]),
+            (
+                "click 7, click +, click 5, click =",
+                vec![c("7"), c("+"), c("5"), c("=")],
+            ),
+            (
+                "double-click Downloads",
+                vec![Intent::Click {
+                    label: "Downloads".into(),
+                    kind: ClickKind::Double,
+                }],
+            ),
+            (
+                "right-click invoice.pdf",
+                vec![Intent::Click {
+                    label: "invoice.pdf".into(),
+                    kind: ClickKind::Right,
+                }],
+            ),
+            (
+                "type \"hello, world and then some\"",
+                vec![Intent::Type {
+                    text: "hello, world and then some".into(),
+                }],
+            ),
+            (
+                "type hello then press ctrl+s",
+                vec![
+                    Intent::Type {
+                        text: "hello".into(),
+                    },
+                    Intent::Press {
+                        combo: parse_combo("ctrl+s").unwrap(),
+                    },
+                ],
+            ),
+            (
+                "scroll down in Files",
+                vec![Intent::Scroll {
+                    direction: Direction::Down,
+                    amount: 3,
+                    within: Some("Files".into()),
+                }],
+            ),
+            (
+                "scroll up 10",
+                vec![Intent::Scroll {
+                    direction: Direction::Up,
+                    amount: 10,
+                    within: None,
+                }],
+            ),
+            (
+                "drag a.txt to Trash",
+                vec![Intent::Drag {
+                    from: "a.txt".into(),
+                    to: "Trash".into(),
+                }],
+            ),
+            (
+                "wait for Done",
+                vec![Intent::WaitFor {
+                    label: "Done".into(),
+                }],
+            ),
+            (
+                "wait 2 s and press Return",
+                vec![
+                    Intent::Wait { ms: 2000 },
+                    Intent::Press {
+                        combo: parse_combo("enter").unwrap(),
+                    },
+                ],
+            ),
+            ("open File then Save As", vec![c("File"), c("Save As")]),
+            (
+                "Click \"Save As\" and press the Escape key",
+                vec![
+                    c("Save As"),
+                    Intent::Press {
+                        combo: parse_combo("escape").unwrap(),
+                    },
+                ],
+            ),
+        ];
+        for (task, want) in cases {
+            assert_eq!(parse_task(task).unwrap(), want, "{task}");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_step() {
+        assert_eq!(parse_task("  ").unwrap_err(), PlanError::Empty);
+        assert!(matches!(
+            parse_task("click Save then dance").unwrap_err(),
+            PlanError::Unknown { step: 2, .. }
+        ));
+        assert!(parse_task("press ctrl+hyper")
+            .unwrap_err()
+            .to_string()
+            .starts_with("step 1:"));
+        assert!(parse_task("scroll sideways")
+            .unwrap_err()
+            .to_string()
+            .contains("scroll which way"));
+        assert!(parse_task("drag a.txt")
+            .unwrap_err()
+            .to_string()
+            .contains("drag A to B"));
+    }
+
+    #[test]
+    fn labels_bind_with_ocr_slips_and_never_guess() {
+        let t = |id, text: &str| Target {
+            id,
+            text: text.into(),
+            rect: Rect::new(0, 0, 10, 10),
+            conf: 0.9,
+            new: false,
+        };
+        let ts = vec![
+            t(1, "Save"),
+            t(2, "0K"),
+            t(3, "Fi1e"),
+            t(4, "Open"),
+            t(5, "Open"),
+            t(6, "invoice.pdf"),
+        ];
+        assert_eq!(find("save", &ts), Ok(1));
+        assert_eq!(find("OK", &ts), Ok(2));
+        assert_eq!(find("File", &ts), Ok(3));
+        assert_eq!(
+            find("Open", &ts),
+            Err(BindError::Ambiguous {
+                label: "Open".into(),
+                ids: vec![4, 5]
+            })
+        );
+        assert_eq!(
+            find("Close", &ts),
+            Err(BindError::Missing {
+                label: "Close".into()
+            })
+        );
+        assert_eq!(
+            find("Sav", &ts),
+            Err(BindError::Missing {
+                label: "Sav".into()
+            }),
+            "a prefix is not a match"
+        );
+        let (a, e) = bind(&Intent::Type { text: "hi".into() }, &ts).unwrap();
+        assert_eq!(a, vec![Action::Type { text: "hi".into() }]);
+        assert_eq!(e.appears, vec!["hi".to_string()]);
+        assert!(bind(&c("Close"), &ts).is_err());
+    }
+}
