@@ -7,6 +7,8 @@
 //! - `rails`: the safety checks; the only place an approved batch is made.
 //! - `actuator`: the only enigo and device_query user — the input thread and the emergency stop.
 //! - `lock`: the GUI lock (one voxdesk per screen).
+//! - `session`: session records (atomic session.json, event log, aborted detection).
+//! - `verify`: verified / failed / unverified after an act (pure).
 //! - `geometry`: the three coordinate spaces and the one place that converts between them.
 //! - `frame`: a captured or loaded screen image plus the measured monitor facts; safe image loading.
 //! - `capture`: the only xcap user — primary-monitor frames and the focused window.
@@ -36,3 +38,5 @@ pub mod perception;
 pub mod picture;
 pub mod planner;
 pub mod rails;
+pub mod session;
+pub mod verify;
