@@ -1,6 +1,8 @@
 //! voxdesk: a voice-driven desktop assistant that sees the screen as numbered targets, acts behind safety rails and verifies every step.
 //!
 //! Layout (one job per module):
+//! - `agent`: the loop as a state machine (observe → plan → act → settle → verify).
+//! - `narrate`: printed and spoken narration (espeak-ng), never blocking the loop.
 //! - `act`: the `voxdesk act` command — observe, rails, confirm, actuate, report.
 //! - `action`: the closed set of actions and the `act` tool's JSON parser.
 //! - `config`: settings from defaults, file, env and flags, each with its source.
@@ -24,6 +26,7 @@
 pub mod act;
 pub mod action;
 pub mod actuator;
+pub mod agent;
 pub mod bench;
 pub mod capture;
 pub mod config;
@@ -33,6 +36,7 @@ pub mod eval;
 pub mod frame;
 pub mod geometry;
 pub mod lock;
+pub mod narrate;
 pub mod observation;
 pub mod perception;
 pub mod picture;

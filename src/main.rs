@@ -48,6 +48,25 @@ enum Cmd {
     },
     /// Preflight: what is missing and how to fix it, one cause per line.
     Doctor,
+    /// Run a task with the loop: observe, plan, act, verify, until done or stopped.
+    Run {
+        /// Only `local` (the offline planner) exists so far.
+        #[arg(long, default_value = "local")]
+        provider: String,
+        #[arg(long)]
+        mode: Option<String>,
+        /// Print narration only, do not speak.
+        #[arg(long)]
+        quiet: bool,
+        /// Also write each utterance as a WAV into this directory.
+        #[arg(long, value_name = "DIR")]
+        narration_wav: Option<PathBuf>,
+        #[arg(long, default_value_t = 20)]
+        step_cap: usize,
+        task: String,
+    },
+    /// List recorded sessions.
+    Sessions,
     /// The effective settings and where each came from (default, file, env, flag).
     Config {
         #[arg(long)]
@@ -169,6 +188,59 @@ fn settings(
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
+        Cmd::Run {
+            provider,
+            mode,
+            quiet,
+            narration_wav,
+            step_cap,
+            task,
+        } => {
+            anyhow::ensure!(provider == "local", "provider {provider:?} is not available yet; use --provider local (the offline planner)");
+            let loaded = settings(cli.config.as_deref(), mode)?;
+            let opts = voxdesk::agent::RunOptions {
+                task: task.clone(),
+                step_cap,
+                quiet,
+                wav_dir: narration_wav,
+                sessions_root: voxdesk::session::sessions_dir(),
+            };
+            let display = std::env::var("DISPLAY").unwrap_or_default();
+            let _lock = if loaded.settings.rails.mode == voxdesk::config::Mode::Observe {
+                None
+            } else {
+                Some(voxdesk::lock::GuiLock::acquire(
+                    &display,
+                    loaded.settings.lock_lease_ms,
+                )?)
+            };
+            let mut agent = voxdesk::agent::Agent::new(&loaded.settings, &opts)?;
+            let r = agent.run(&task, step_cap)?;
+            println!("session: {}", r.session_dir.display());
+            Ok(ExitCode::from(match r.status {
+                voxdesk::session::Status::Done => 0,
+                voxdesk::session::Status::Stopped => voxdesk::act::EXIT_STOPPED,
+                _ => 1,
+            }))
+        }
+        Cmd::Sessions => {
+            for r in voxdesk::session::list(&voxdesk::session::sessions_dir()) {
+                match r {
+                    Ok(s) => println!(
+                        "{}  {:<8} steps {:>3}  verified {}  {:?}",
+                        s.id,
+                        format!("{:?}", s.status).to_lowercase(),
+                        s.steps.len(),
+                        s.verified_rate()
+                            .map(|v| format!("{:.0}%", v * 100.0))
+                            .unwrap_or_else(|| "n/a".into()),
+                        s.task
+                    ),
+                    Err(e) => println!("(unreadable) {e}"),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Config { mode } => {
             print!("{}", settings(cli.config.as_deref(), mode)?.render());
             Ok(ExitCode::SUCCESS)

@@ -85,7 +85,7 @@ fn split_steps(task: &str) -> Vec<String> {
     let mut cur = String::new();
     let mut quoted = false;
     let words: Vec<&str> = task.split_inclusive(char::is_whitespace).collect();
-    let mut push = |cur: &mut String, out: &mut Vec<String>| {
+    let push = |cur: &mut String, out: &mut Vec<String>| {
         let t = cur
             .trim()
             .trim_end_matches([',', ';', '.'])
@@ -286,11 +286,22 @@ pub enum BindError {
 
 /// The one target whose text matches `label`.
 pub fn find(label: &str, targets: &[Target]) -> Result<u32, BindError> {
-    let ids: Vec<u32> = targets
+    // Exact text (any case) first: on a calculator "8" and "B" are different keys even though
+    // OCR may confuse them; the slip-tolerant match is the fallback.
+    let exact: Vec<u32> = targets
         .iter()
-        .filter(|t| label_matches(label, &t.text))
+        .filter(|t| t.text.trim().eq_ignore_ascii_case(label.trim()))
         .map(|t| t.id)
         .collect();
+    let ids = if exact.is_empty() {
+        targets
+            .iter()
+            .filter(|t| label_matches(label, &t.text))
+            .map(|t| t.id)
+            .collect()
+    } else {
+        exact
+    };
     match ids.as_slice() {
         [] => Err(BindError::Missing {
             label: label.into(),

@@ -1,0 +1,548 @@
+//! The loop as an explicit state machine: observe → plan → act → settle → verify, with a step cap, a no-progress counter that aborts at three, failure handling by class, narration and a session record of every step.
+//!
+//! States and transitions live in [`State`] and [`Agent::go`]; every transition is logged to the
+//! session's event log. The planner here is the offline one; model providers plug in at `plan`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::action::{Action, Batch, Expect};
+use crate::actuator::{Actuator, Outcome, StopLatch, StopWatcher};
+use crate::capture::{self, Capturer};
+use crate::config::Settings;
+use crate::frame::Frame;
+use crate::geometry::fit_within;
+use crate::narrate::Narrator;
+use crate::perception::{engine, Perceiver, Perception, Target};
+use crate::planner::local::{bind, parse_task, Intent};
+use crate::rails::{self, Decision, Screen};
+use crate::session::{PhaseTimes, Recorder, Status, StepRecord};
+use crate::verify::{verify, Verdict};
+
+/// The version of the planner contract recorded in every session.
+pub const PROMPT_VERSION: &str = "tools.v1";
+/// Consecutive no-progress cycles (failed verification or unchanged screen) that abort a task.
+pub const NO_PROGRESS_LIMIT: u32 = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Observe,
+    Plan,
+    Act,
+    Settle,
+    Verify,
+    Done,
+    Failed,
+    Stopped,
+}
+
+pub struct RunOptions {
+    pub task: String,
+    pub step_cap: usize,
+    pub quiet: bool,
+    pub wav_dir: Option<std::path::PathBuf>,
+    pub sessions_root: std::path::PathBuf,
+}
+
+struct Observation {
+    id: String,
+    frame: Frame,
+    perception: Perception,
+    app: Option<String>,
+}
+
+pub struct Agent<'a> {
+    settings: &'a Settings,
+    capturer: Capturer,
+    perceiver: Perceiver,
+    latch: Arc<StopLatch>,
+    actuator: Actuator,
+    _watch: StopWatcher,
+    pub recorder: Recorder,
+    pub narrator: Narrator,
+    state: State,
+    seq: u32,
+    transcript: Vec<String>,
+}
+
+pub struct RunResult {
+    pub status: Status,
+    pub summary: String,
+    pub session_dir: std::path::PathBuf,
+    pub transcript: Vec<String>,
+}
+
+impl<'a> Agent<'a> {
+    pub fn new(settings: &'a Settings, opts: &RunOptions) -> Result<Agent<'a>> {
+        let latch = Arc::new(StopLatch::default());
+        let watch = StopWatcher::start(
+            &settings.stop.combo,
+            Duration::from_millis(settings.stop.hold_ms),
+            latch.clone(),
+        )
+        .map_err(|e| anyhow::anyhow!("{e}: refusing to run without an emergency stop"))?;
+        let actuator = Actuator::start(latch.clone()).map_err(|e| anyhow::anyhow!(e))?;
+        let recorder = Recorder::create(
+            &opts.sessions_root,
+            &opts.task,
+            "local",
+            "offline-planner",
+            PROMPT_VERSION,
+            &settings.rails.mode.to_string(),
+        )?;
+        Ok(Agent {
+            settings,
+            capturer: Capturer::new()?,
+            perceiver: Perceiver::new(engine::default_workers())?,
+            latch,
+            actuator,
+            _watch: watch,
+            recorder,
+            narrator: Narrator::new(opts.quiet, opts.wav_dir.clone()),
+            state: State::Observe,
+            seq: 0,
+            transcript: Vec::new(),
+        })
+    }
+
+    /// The one place states change: logged and recorded.
+    fn go(&mut self, to: State, why: &str) {
+        tracing::debug!("{:?} -> {to:?}: {why}", self.state);
+        let _ = self.recorder.event("transition", serde_json::json!({"from": format!("{:?}", self.state), "to": format!("{to:?}"), "why": why}));
+        self.state = to;
+    }
+
+    fn observe(&mut self, full: bool) -> Result<(Observation, f64, f64)> {
+        let t = Instant::now();
+        let frame = self.capturer.capture()?;
+        let capture_ms = t.elapsed().as_secs_f64() * 1000.0;
+        let (w, h) = frame.size();
+        let perception = self.perceiver.perceive(frame.image.as_raw(), w, h, full)?;
+        self.seq += 1;
+        let app = capture::focused_window().ok().flatten().map(|a| a.app);
+        let ocr_ms = perception.timings.total_ms;
+        Ok((
+            Observation {
+                id: format!("{}-{}", self.recorder.record.id, self.seq),
+                frame,
+                perception,
+                app,
+            },
+            capture_ms,
+            ocr_ms,
+        ))
+    }
+
+    /// Capture until two consecutive frames are identical (bounded), returning the last.
+    fn settle(&mut self) -> Result<(Observation, f64, bool)> {
+        let t = Instant::now();
+        let mut changed = false;
+        loop {
+            std::thread::sleep(Duration::from_millis(60));
+            let (o, _, _) = self.observe(false)?;
+            let still = o.perception.unchanged();
+            changed |= !still;
+            if still || t.elapsed() > Duration::from_millis(2500) {
+                return Ok((o, t.elapsed().as_secs_f64() * 1000.0, changed));
+            }
+        }
+    }
+
+    fn save_png(&self, frame: &Frame, targets: &[Target], name: &str) -> Option<String> {
+        let pic =
+            crate::picture::model_picture(frame, targets, crate::picture::PictureConfig::default())
+                .ok()?;
+        pic.image
+            .save_with_format(self.recorder.dir.join(name), image::ImageFormat::Png)
+            .ok()?;
+        Some(name.to_string())
+    }
+
+    /// Run the task to an end.
+    pub fn run(&mut self, task: &str, step_cap: usize) -> Result<RunResult> {
+        let intents = match parse_task(task) {
+            Ok(i) => i,
+            Err(e) => {
+                self.narrator.say(&format!("I can't do that: {e}."));
+                self.recorder.finish(Status::Failed, &e.to_string())?;
+                return Ok(self.result(Status::Failed, e.to_string()));
+            }
+        };
+        let mut next = 0usize;
+        let mut no_progress = 0u32;
+        let mut steps = 0usize;
+        let (mut obs, mut cap_ms, mut ocr_ms) = self.observe(true)?;
+        self.go(State::Plan, "first observation");
+        let (status, summary) = loop {
+            if self.latch.is_stopped() {
+                self.narrator.cut();
+                self.go(State::Stopped, "emergency stop");
+                break (
+                    Status::Stopped,
+                    "stopped by the emergency stop; nothing more will move this session"
+                        .to_string(),
+                );
+            }
+            if next >= intents.len() {
+                self.go(State::Done, "every step verified");
+                break (
+                    Status::Done,
+                    format!(
+                        "done: {} step{}",
+                        intents.len(),
+                        if intents.len() == 1 { "" } else { "s" }
+                    ),
+                );
+            }
+            if steps >= step_cap {
+                self.go(State::Failed, "step cap");
+                break (
+                    Status::Failed,
+                    format!(
+                        "stopped at the step cap ({step_cap}) — tried: {}",
+                        self.transcript.join("; ")
+                    ),
+                );
+            }
+            if no_progress >= NO_PROGRESS_LIMIT {
+                self.go(State::Failed, "no progress");
+                break (
+                    Status::Failed,
+                    format!(
+                        "no progress after {NO_PROGRESS_LIMIT} tries — tried: {}",
+                        self.transcript.join("; ")
+                    ),
+                );
+            }
+            steps += 1;
+            // Plan.
+            let t_plan = Instant::now();
+            let intent = intents[next].clone();
+            let (actions, expect) = match bind(&intent, &obs.perception.targets) {
+                Ok(x) => x,
+                Err(e) => {
+                    no_progress += 1;
+                    self.transcript.push(format!("step {steps}: {e}"));
+                    self.narrator.say(&format!("I can't find it: {e}."));
+                    self.record_step(
+                        &obs,
+                        serde_json::json!([]),
+                        "not planned",
+                        &Verdict::Failed {
+                            reason: e.to_string(),
+                            no_change: true,
+                        },
+                        PhaseTimes {
+                            capture: cap_ms,
+                            ocr: ocr_ms,
+                            ..Default::default()
+                        },
+                        None,
+                    );
+                    // Maybe the screen was still drawing: settle and look again.
+                    self.go(State::Settle, "label not on screen");
+                    let (o, _, _) = self.settle()?;
+                    obs = o;
+                    self.go(State::Plan, "re-observed");
+                    continue;
+                }
+            };
+            let plan_ms = t_plan.elapsed().as_secs_f64() * 1000.0;
+            let said = describe(&intent, &actions, &obs.perception.targets);
+            self.narrator.say(&format!("{said}."));
+            // Act.
+            self.go(State::Act, &said);
+            let batch = Batch {
+                observation_id: Some(obs.id.clone()),
+                actions,
+                expect: expect.clone(),
+            };
+            let actions_json = batch_json(&batch);
+            let (pw, ph) = fit_within(obs.frame.size().0, obs.frame.size().1, 1280, 720);
+            let mapping = obs.frame.mapping((pw, ph))?;
+            let screen = Screen {
+                observation_id: &obs.id,
+                latest_id: &obs.id,
+                targets: &obs.perception.targets,
+                mapping,
+                app: obs.app.as_deref(),
+            };
+            let t_act = Instant::now();
+            let checked = match rails::check(
+                &batch,
+                &screen,
+                &self.settings.rails,
+                &self.settings.stop.combo,
+            ) {
+                Ok(c) => c,
+                Err(r) => {
+                    self.narrator.say(&format!("Refused: {}.", r.message));
+                    self.record_step(
+                        &obs,
+                        actions_json,
+                        r.rule,
+                        &Verdict::Unverified,
+                        PhaseTimes {
+                            capture: cap_ms,
+                            ocr: ocr_ms,
+                            plan: plan_ms,
+                            ..Default::default()
+                        },
+                        None,
+                    );
+                    self.go(State::Failed, "refused by the rails");
+                    break (
+                        Status::Failed,
+                        format!("refused by rule `{}`: {}", r.rule, r.message),
+                    );
+                }
+            };
+            let before = obs.perception.targets.clone();
+            let shot = self.save_png(&obs.frame, &before, &format!("step-{steps:03}.png"));
+            let (rails_verdict, ran) = match rails::approve(
+                checked,
+                self.settings.rails.mode,
+                &self.settings.rails,
+                false,
+            ) {
+                Decision::Run(a) => {
+                    let outcomes: Vec<Outcome> = self
+                        .actuator
+                        .run(a, Duration::from_millis(self.settings.rails.rate_limit_ms))
+                        .iter()
+                        .map(|r| r.outcome)
+                        .collect();
+                    if outcomes.iter().any(|o| *o == Outcome::Stopped) {
+                        continue; // the top of the loop ends the session as stopped
+                    }
+                    ("approved", outcomes.iter().all(|o| *o == Outcome::Done))
+                }
+                Decision::Record => ("recorded", false),
+                Decision::AskFirst(why) => {
+                    self.narrator.say(&format!(
+                        "I need a yes first ({}), and this loop cannot ask; stopping.",
+                        why.join("; ")
+                    ));
+                    self.go(State::Failed, "needs confirmation");
+                    break (Status::Failed, format!("needs a yes: {}", why.join("; ")));
+                }
+            };
+            let act_ms = t_act.elapsed().as_secs_f64() * 1000.0;
+            if rails_verdict == "recorded" {
+                // Observe mode: nothing moved; record what would have been done and go on.
+                self.record_step(
+                    &obs,
+                    actions_json,
+                    "recorded",
+                    &Verdict::Unverified,
+                    PhaseTimes {
+                        capture: cap_ms,
+                        ocr: ocr_ms,
+                        plan: plan_ms,
+                        act: act_ms,
+                        ..Default::default()
+                    },
+                    shot,
+                );
+                self.transcript
+                    .push(format!("step {steps}: {said} (observe mode: not done)"));
+                next += 1;
+                continue;
+            }
+            // Settle, then verify.
+            self.go(State::Settle, "acted");
+            let (after, settle_ms, changed_since) = self.settle()?;
+            let changed = changed_since || after.perception.targets != before;
+            self.go(State::Verify, "screen settled");
+            let t_verify = Instant::now();
+            let mut verdict = if ran {
+                verify(&expect, &before, &after.perception.targets, changed)
+            } else {
+                Verdict::Failed {
+                    reason: "an action failed".into(),
+                    no_change: !changed,
+                }
+            };
+            if let Verdict::Failed {
+                no_change: true, ..
+            } = verdict
+            {
+                // Class "no change": a stale frame is the usual cause — settle and re-capture once.
+                let (again, _, c2) = self.settle()?;
+                verdict = verify(
+                    &expect,
+                    &before,
+                    &again.perception.targets,
+                    c2 || again.perception.targets != before,
+                );
+            }
+            let verify_ms = t_verify.elapsed().as_secs_f64() * 1000.0;
+            let vshot = self.save_png(
+                &after.frame,
+                &after.perception.targets,
+                &format!("step-{steps:03}-verify.png"),
+            );
+            let times = PhaseTimes {
+                capture: cap_ms,
+                ocr: ocr_ms,
+                plan: plan_ms,
+                act: act_ms,
+                settle: settle_ms,
+                verify: verify_ms,
+            };
+            match &verdict {
+                Verdict::Verified(why) => {
+                    self.narrator.say(&format!("Done: {why}."));
+                    no_progress = 0;
+                    next += 1;
+                }
+                Verdict::Failed { reason, no_change } => {
+                    no_progress += 1;
+                    self.narrator.say(&format!("That didn't work: {reason}."));
+                    if !no_change && after.perception.targets.iter().any(|t| t.new) {
+                        // Class "wrong thing opened": Escape, then look again.
+                        let _ = self.escape(&after);
+                    }
+                }
+                // Unverified moves no counter.
+                Verdict::Unverified => next += 1,
+            }
+            self.transcript
+                .push(format!("step {steps}: {said} → {}", verdict.name()));
+            self.record_step_full(&obs, actions_json, "approved", &verdict, times, shot, vshot);
+            (obs, cap_ms, ocr_ms) = (after, 0.0, 0.0);
+            self.go(State::Plan, "verified or retrying");
+        };
+        self.narrator.say(&summary);
+        self.recorder.finish(status, &summary)?;
+        Ok(self.result(status, summary))
+    }
+
+    fn escape(&mut self, obs: &Observation) -> Result<()> {
+        let b = Batch {
+            observation_id: Some(obs.id.clone()),
+            actions: vec![Action::Key {
+                combo: crate::action::parse_combo("escape").map_err(|e| anyhow::anyhow!(e))?,
+            }],
+            expect: Expect::default(),
+        };
+        let (pw, ph) = fit_within(obs.frame.size().0, obs.frame.size().1, 1280, 720);
+        let screen = Screen {
+            observation_id: &obs.id,
+            latest_id: &obs.id,
+            targets: &obs.perception.targets,
+            mapping: obs.frame.mapping((pw, ph))?,
+            app: obs.app.as_deref(),
+        };
+        if let Ok(c) = rails::check(&b, &screen, &self.settings.rails, &self.settings.stop.combo) {
+            if let Decision::Run(a) =
+                rails::approve(c, self.settings.rails.mode, &self.settings.rails, false)
+            {
+                let _ = self.actuator.run(a, Duration::ZERO).iter().count();
+            }
+        }
+        Ok(())
+    }
+
+    fn record_step(
+        &mut self,
+        obs: &Observation,
+        actions: serde_json::Value,
+        rails: &str,
+        v: &Verdict,
+        times: PhaseTimes,
+        shot: Option<String>,
+    ) {
+        self.record_step_full(obs, actions, rails, v, times, shot, None)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_step_full(
+        &mut self,
+        obs: &Observation,
+        actions: serde_json::Value,
+        rails: &str,
+        v: &Verdict,
+        times: PhaseTimes,
+        shot: Option<String>,
+        vshot: Option<String>,
+    ) {
+        let detail = match v {
+            Verdict::Verified(w) => w.clone(),
+            Verdict::Failed { reason, .. } => reason.clone(),
+            Verdict::Unverified => String::new(),
+        };
+        let index = self.recorder.record.steps.len() + 1;
+        let _ = self.recorder.push_step(StepRecord {
+            index,
+            observation_id: obs.id.clone(),
+            actions,
+            rails: rails.into(),
+            verification: v.name().into(),
+            detail,
+            timings_ms: times,
+            screenshot: shot,
+            verify_screenshot: vshot,
+        });
+    }
+
+    fn result(&self, status: Status, summary: String) -> RunResult {
+        RunResult {
+            status,
+            summary,
+            session_dir: self.recorder.dir.clone(),
+            transcript: self.transcript.clone(),
+        }
+    }
+}
+
+/// "Clicking 7" / "Typing "hello"" — what is about to happen, for narration.
+fn describe(intent: &Intent, actions: &[Action], targets: &[Target]) -> String {
+    let label = |id: u32| {
+        targets
+            .iter()
+            .find(|t| t.id == id)
+            .map(|t| t.text.clone())
+            .unwrap_or_default()
+    };
+    match (intent, actions.first()) {
+        (
+            Intent::Click { .. },
+            Some(Action::Click {
+                at: crate::action::Pos::Target(id),
+            }),
+        ) => format!("Clicking {}", label(*id)),
+        (
+            Intent::Click { .. },
+            Some(Action::DoubleClick {
+                at: crate::action::Pos::Target(id),
+            }),
+        ) => format!("Double-clicking {}", label(*id)),
+        (
+            Intent::Click { .. },
+            Some(Action::RightClick {
+                at: crate::action::Pos::Target(id),
+            }),
+        ) => format!("Right-clicking {}", label(*id)),
+        (Intent::Type { text }, _) => format!("Typing {text:?}"),
+        (Intent::Press { combo }, _) => format!("Pressing {combo}"),
+        (Intent::Scroll { direction, .. }, _) => format!("Scrolling {direction:?}")
+            .to_lowercase()
+            .replacen("scrolling", "Scrolling", 1),
+        (Intent::Drag { from, to }, _) => format!("Dragging {from} to {to}"),
+        (Intent::WaitFor { label }, _) => format!("Waiting for {label}"),
+        (Intent::Wait { ms }, _) => format!("Waiting {ms} ms"),
+        _ => "Acting".into(),
+    }
+}
+
+fn batch_json(b: &Batch) -> serde_json::Value {
+    serde_json::Value::Array(
+        b.actions
+            .iter()
+            .map(|a| serde_json::json!({"action": a.name(), "detail": format!("{a:?}")}))
+            .collect(),
+    )
+}
