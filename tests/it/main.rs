@@ -3,4 +3,5 @@
 mod act;
 mod desktop;
 mod perception;
+mod run;
 mod util;

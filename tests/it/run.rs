@@ -1,0 +1,191 @@
+//! `voxdesk run` with the offline planner on the virtual desktop: a task that verifies, one that cannot find its label, a session killed -9, and the emergency stop mid-task.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::util::*;
+
+fn calc(display: &str) -> Guard {
+    let g = Guard(
+        Command::new("xcalc")
+            .env("DISPLAY", display)
+            .args(["-geometry", "300x400+400+200"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("xcalc"),
+    );
+    assert!(wait_for(Duration::from_secs(10), || Command::new(
+        "xdotool"
+    )
+    .env("DISPLAY", display)
+    .args(["search", "--class", "XCalc"])
+    .output()
+    .is_ok_and(|o| !o.stdout.is_empty())));
+    let _ = Command::new("xdotool")
+        .env("DISPLAY", display)
+        .args(["search", "--class", "XCalc", "windowactivate", "--sync"])
+        .status();
+    std::thread::sleep(Duration::from_millis(400));
+    g
+}
+
+fn run_cmd(display: &str, data: &Path, task: &str) -> Command {
+    let mut c = bin();
+    c.env("DISPLAY", display)
+        .env("XDG_DATA_HOME", data)
+        .env("VOXDESK_ALLOW_APPS", "XCalc")
+        .args(["run", "--quiet", "--mode", "auto", task]);
+    c
+}
+
+fn only_session(data: &Path) -> PathBuf {
+    let root = data.join("voxdesk/sessions");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+fn record(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("session.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn the_calculator_task_verifies_and_every_record_written_parses() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let mut child = run_cmd(d, data.path(), "click 8, click +, click 5")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read session.json as often as possible while it is being rewritten: every read must parse.
+    let mut reads = 0;
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(rd) = std::fs::read_dir(data.path().join("voxdesk/sessions")) {
+            for e in rd.flatten() {
+                if let Ok(text) = std::fs::read_to_string(e.path().join("session.json")) {
+                    serde_json::from_str::<serde_json::Value>(&text)
+                        .unwrap_or_else(|err| panic!("half-written session.json: {err}\n{text}"));
+                    reads += 1;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let o = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    assert!(reads > 5, "only {reads} reads");
+    assert!(
+        out.contains("Clicking 8.") && out.contains("Done:"),
+        "narration: {out}"
+    );
+    let dir = only_session(data.path());
+    let r = record(&dir);
+    assert_eq!(r["status"], "done");
+    assert_eq!(r["provider"], "local");
+    assert_eq!(r["prompt_version"], "tools.v1");
+    let steps = r["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    assert!(
+        steps.iter().all(|s| s["verification"] == "verified"),
+        "{steps:?}"
+    );
+    assert!(dir.join("step-001.png").is_file() && dir.join("step-001-verify.png").is_file());
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    assert!(events
+        .lines()
+        .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+    assert!(events.contains("\"transition\""));
+}
+
+#[test]
+fn a_missing_label_fails_after_the_no_progress_limit_with_its_transcript() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let o = output(&mut run_cmd(d, data.path(), "click Frobnicate"));
+    assert_eq!(o.status.code(), Some(1));
+    let r = record(&only_session(data.path()));
+    assert_eq!(r["status"], "failed");
+    assert_eq!(r["steps"].as_array().unwrap().len(), 3);
+    let summary = r["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("no progress after 3")
+            && summary.contains("\"Frobnicate\" is not on screen"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_session_killed_mid_run_reloads_as_aborted() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let mut child = run_cmd(d, data.path(), "wait 20 s, click 8")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_for(Duration::from_secs(30), || std::fs::read_dir(
+        data.path().join("voxdesk/sessions")
+    )
+    .map(|rd| rd.count() == 1)
+    .unwrap_or(false)));
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = Command::new("kill")
+        .args(["-9", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    let dir = only_session(data.path());
+    assert_eq!(record(&dir)["status"], "running", "nothing could update it");
+    let o = output(bin().env("XDG_DATA_HOME", data.path()).arg("sessions"));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("aborted"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(record(&dir)["status"], "aborted", "saved as aborted");
+}
+
+#[test]
+fn the_emergency_stop_ends_the_session_as_stopped() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let child = run_cmd(d, data.path(), "wait 15 s, click 8")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_for(Duration::from_secs(30), || std::fs::read_dir(
+        data.path().join("voxdesk/sessions")
+    )
+    .map(|rd| rd.count() == 1)
+    .unwrap_or(false)));
+    std::thread::sleep(Duration::from_millis(1500));
+    let xd = |args: &[&str]| {
+        Command::new("xdotool")
+            .env("DISPLAY", d)
+            .args(args)
+            .status()
+    };
+    let _ = xd(&["keydown", "ctrl+alt+Escape"]);
+    std::thread::sleep(Duration::from_millis(600));
+    let _ = xd(&["keyup", "ctrl+alt+Escape"]);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(record(&only_session(data.path()))["status"], "stopped");
+}
