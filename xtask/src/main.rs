@@ -383,18 +383,41 @@ fn demo() -> Result<()> {
         .env("VOXDESK_ALLOW_APPS", "XCalc")
         .args(["act", "--mode", "observe", &click])
         .status();
-    let after = out.join("after.png");
-    run(rig
+    // The loop with the offline planner: a calculator task, narrated, recorded, verified.
+    // The display shows the 5 pressed above; add 8 to it. (xcalc's 6 px bitmap "7" and "=" are
+    // beyond the OCR today, so the task presses Return; `wait for 13` is the verification.)
+    let task = "click +, click 8, press Return, wait for 13";
+    let wav_dir = out.join("narration");
+    let _ = std::fs::remove_dir_all(&wav_dir);
+    let data = out.join("data");
+    println!("\n$ voxdesk run --provider local --mode auto {task:?}");
+    let t = std::time::Instant::now();
+    let st = rig
         .cmd(bin.to_str().unwrap())
-        .args(["look", "--annotate"])
-        .arg(&after)
-        .stdout(Stdio::null()))?;
+        .env("VOXDESK_ALLOW_APPS", "XCalc")
+        .env("XDG_DATA_HOME", &data)
+        .args(["run", "--provider", "local", "--mode", "auto", "--quiet", "--narration-wav"])
+        .arg(&wav_dir)
+        .arg(task)
+        .status()?;
+    println!("(task took {:.1} s, exit {st})", t.elapsed().as_secs_f64());
+    let after = out.join("after.png");
+    run(rig.cmd(bin.to_str().unwrap()).args(["look", "--annotate"]).arg(&after).stdout(Stdio::null()))?;
     drop(rig);
+    // One WAV of everything that was said.
+    let mut wavs: Vec<PathBuf> = std::fs::read_dir(&wav_dir).map(|rd| rd.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    wavs.sort();
+    let narration = out.join("narration.wav");
+    if !wavs.is_empty() {
+        let _ = Command::new("sox").args(&wavs).arg(&narration).status();
+    }
     println!(
-        "\nannotated picture (what the model sees): {}\nobservation JSON: {}\nafter pressing 5: {}",
+        "\nannotated picture (what the model sees): {}\nobservation JSON: {}\nafter the task: {}\nnarration: {}\nsession: {}",
         png.display(),
         out.join("look.json").display(),
-        after.display()
+        after.display(),
+        narration.display(),
+        data.join("voxdesk/sessions").display()
     );
     Ok(())
 }
