@@ -110,6 +110,12 @@ enum BenchCmd {
         #[arg(long)]
         misses: bool,
     },
+    /// The loop on xcalc: overhead per step, a 4-step task end to end, memory over 100 steps
+    /// (run it on a virtual desktop: it starts xcalc and clicks it).
+    Loop {
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
     /// Emergency-stop latency, rail checking and dispatch overhead (run it on a virtual desktop:
     /// it presses Shift and the stop combination).
     Act {
@@ -396,6 +402,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 ExitCode::from(1)
             })
+        }
+        Cmd::Bench {
+            what: BenchCmd::Loop { runs },
+        } => {
+            print!("{}", bench::loop_(runs)?);
+            Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench {
             what: BenchCmd::Act { runs },

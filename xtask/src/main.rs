@@ -396,16 +396,30 @@ fn demo() -> Result<()> {
         .cmd(bin.to_str().unwrap())
         .env("VOXDESK_ALLOW_APPS", "XCalc")
         .env("XDG_DATA_HOME", &data)
-        .args(["run", "--provider", "local", "--mode", "auto", "--quiet", "--narration-wav"])
+        .args([
+            "run",
+            "--provider",
+            "local",
+            "--mode",
+            "auto",
+            "--quiet",
+            "--narration-wav",
+        ])
         .arg(&wav_dir)
         .arg(task)
         .status()?;
     println!("(task took {:.1} s, exit {st})", t.elapsed().as_secs_f64());
     let after = out.join("after.png");
-    run(rig.cmd(bin.to_str().unwrap()).args(["look", "--annotate"]).arg(&after).stdout(Stdio::null()))?;
+    run(rig
+        .cmd(bin.to_str().unwrap())
+        .args(["look", "--annotate"])
+        .arg(&after)
+        .stdout(Stdio::null()))?;
     drop(rig);
     // One WAV of everything that was said.
-    let mut wavs: Vec<PathBuf> = std::fs::read_dir(&wav_dir).map(|rd| rd.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    let mut wavs: Vec<PathBuf> = std::fs::read_dir(&wav_dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
     wavs.sort();
     let narration = out.join("narration.wav");
     if !wavs.is_empty() {
