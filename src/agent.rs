@@ -65,6 +65,8 @@ pub struct Agent<'a> {
     state: State,
     seq: u32,
     transcript: Vec<String>,
+    /// Click points of the step being recorded, in model-picture pixels.
+    last_points: Vec<[f64; 2]>,
 }
 
 pub struct RunResult {
@@ -104,6 +106,7 @@ impl<'a> Agent<'a> {
             state: State::Observe,
             seq: 0,
             transcript: Vec::new(),
+            last_points: Vec::new(),
         })
     }
 
@@ -299,6 +302,18 @@ impl<'a> Agent<'a> {
                     );
                 }
             };
+            self.last_points = checked
+                .steps
+                .iter()
+                .filter_map(|st| match st {
+                    rails::Step::Click { at, .. } => mapping
+                        .logical_to_capture(*at)
+                        .ok()
+                        .map(|c| mapping.capture_to_image(c))
+                        .map(|p| [p.x, p.y]),
+                    _ => None,
+                })
+                .collect();
             let before = obs.perception.targets.clone();
             let shot = self.save_png(&obs.frame, &before, &format!("step-{steps:03}.png"));
             let (rails_verdict, ran) = match rails::approve(
@@ -485,6 +500,7 @@ impl<'a> Agent<'a> {
             timings_ms: times,
             screenshot: shot,
             verify_screenshot: vshot,
+            click_points: std::mem::take(&mut self.last_points),
         });
     }
 

@@ -9,6 +9,7 @@
 //! - `rails`: the safety checks; the only place an approved batch is made.
 //! - `actuator`: the only enigo and device_query user — the input thread and the emergency stop.
 //! - `lock`: the GUI lock (one voxdesk per screen).
+//! - `report`: the self-contained HTML report of a session.
 //! - `session`: session records (atomic session.json, event log, aborted detection).
 //! - `verify`: verified / failed / unverified after an act (pure).
 //! - `geometry`: the three coordinate spaces and the one place that converts between them.
@@ -42,5 +43,6 @@ pub mod perception;
 pub mod picture;
 pub mod planner;
 pub mod rails;
+pub mod report;
 pub mod session;
 pub mod verify;

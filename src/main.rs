@@ -67,6 +67,13 @@ enum Cmd {
     },
     /// List recorded sessions.
     Sessions,
+    /// Write a self-contained HTML report of a session (an id from `voxdesk sessions`, or a path).
+    Report {
+        id: String,
+        /// Output file (default: report.html in the session's directory).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
     /// The effective settings and where each came from (default, file, env, flag).
     Config {
         #[arg(long)]
@@ -228,6 +235,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 voxdesk::session::Status::Stopped => voxdesk::act::EXIT_STOPPED,
                 _ => 1,
             }))
+        }
+        Cmd::Report { id, out } => {
+            let dir = if std::path::Path::new(&id).join("session.json").is_file() {
+                PathBuf::from(&id)
+            } else {
+                voxdesk::session::sessions_dir().join(&id)
+            };
+            let record = voxdesk::session::load(&dir)?;
+            let out = out.unwrap_or_else(|| dir.join("report.html"));
+            std::fs::write(&out, voxdesk::report::render(&dir, &record))
+                .with_context(|| format!("writing {}", out.display()))?;
+            println!("{}", out.display());
+            Ok(ExitCode::SUCCESS)
         }
         Cmd::Sessions => {
             for r in voxdesk::session::list(&voxdesk::session::sessions_dir()) {

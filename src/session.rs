@@ -44,6 +44,9 @@ pub struct StepRecord {
     /// Screenshot files, relative to the session directory.
     pub screenshot: Option<String>,
     pub verify_screenshot: Option<String>,
+    /// Where clicks landed, in model-picture pixels (for the report).
+    #[serde(default)]
+    pub click_points: Vec<[f64; 2]>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -276,6 +279,7 @@ mod tests {
             timings_ms: PhaseTimes::default(),
             screenshot: None,
             verify_screenshot: None,
+            click_points: vec![],
         }
     }
 

@@ -103,6 +103,48 @@ fn the_calculator_task_verifies_and_every_record_written_parses() {
         .lines()
         .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
     assert!(events.contains("\"transition\""));
+
+    // The report, looked at in a real browser.
+    let o = output(
+        bin()
+            .env("XDG_DATA_HOME", data.path())
+            .arg("report")
+            .arg(&dir),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = dir.join("report.html");
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(text.matches("badge verified").count(), 3);
+    assert!(text.contains("class=\"dot\""), "click points marked");
+    let shot = data.path().join("report.png");
+    let profile = tempfile::tempdir().unwrap();
+    let st = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1400,1200",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", html.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("chromium (apt-get install chromium)");
+    assert!(st.success());
+    let img = image::open(&shot).unwrap().into_rgb8();
+    // The green "verified" badge and an embedded screenshot's desktop blue are both rendered.
+    let has = |c: [u8; 3]| {
+        img.pixels()
+            .any(|p| p.0.iter().zip(c).all(|(a, b)| a.abs_diff(b) < 12))
+    };
+    assert!(has([0x16, 0xa3, 0x4a]), "no verified badge rendered");
+    assert!(has([0x3a, 0x6e, 0xa5]), "no screenshot rendered");
 }
 
 #[test]

@@ -33,6 +33,10 @@ const RUN_PKGS: &[&str] = &[
     "x11-utils",
     "x11-xserver-utils",
     "openbox",
+    // Narration (espeak-ng), the demo's narration.wav (sox), the report looked at in a browser.
+    "espeak-ng",
+    "sox",
+    "chromium",
 ];
 /// Packages to render the UI fixtures (headless Chromium and the fonts the pages name).
 const FIXTURE_PKGS: &[&str] = &["chromium", "fonts-dejavu-core", "fonts-liberation2"];

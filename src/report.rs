@@ -1,0 +1,170 @@
+//! `voxdesk report <id>`: one self-contained HTML file for a session — every step's screenshot (targets outlined, click points marked), its verdict as a badge, and a timing bar per phase.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use base64::Engine as _;
+
+use crate::session::{SessionRecord, StepRecord};
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn embed(dir: &Path, name: &Option<String>) -> Option<String> {
+    let bytes = std::fs::read(dir.join(name.as_ref()?)).ok()?;
+    Some(format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    ))
+}
+
+/// The HTML of a session's report. Images are embedded, so the file stands alone.
+pub fn render(dir: &Path, r: &SessionRecord) -> String {
+    let mut h = String::new();
+    let rate = r
+        .verified_rate()
+        .map(|v| format!("{:.0}%", v * 100.0))
+        .unwrap_or_else(|| "n/a".into());
+    let _ = write!(
+        h,
+        r#"<!doctype html><html><head><meta charset="utf-8"><title>voxdesk session {id}</title><style>
+body{{font-family:sans-serif;margin:24px;background:#f6f7f9;color:#1f2328}} h1{{font-size:20px}}
+.meta{{color:#555;margin-bottom:16px}} .step{{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:12px;margin:12px 0}}
+.badge{{display:inline-block;padding:2px 10px;border-radius:10px;color:#fff;font-weight:600}}
+.verified{{background:#16a34a}} .failed{{background:#dc2626}} .unverified{{background:#6b7280}}
+.shots{{display:flex;gap:12px;flex-wrap:wrap}} .shot{{position:relative}} .shot img{{max-width:640px;border:1px solid #ccc}}
+.dot{{position:absolute;width:14px;height:14px;margin:-7px 0 0 -7px;border:3px solid #ff0;border-radius:50%;box-shadow:0 0 0 2px #000}}
+.bar{{display:flex;height:14px;width:640px;border-radius:3px;overflow:hidden;margin:6px 0}} .bar div{{height:100%}}
+.capture{{background:#60a5fa}} .ocr{{background:#a78bfa}} .plan{{background:#f59e0b}} .act{{background:#ef4444}} .settle{{background:#10b981}} .verify{{background:#6b7280}}
+.legend span{{margin-right:10px;font-size:12px}} code{{font-size:12px}}
+</style></head><body><h1>Session {id}</h1><div class="meta">task <b>{task}</b> · status <b>{status:?}</b> · provider {prov} · model {model} · prompt {pv} · mode {mode} · verified {rate}<br>{summary}</div>
+<div class="legend"><span class="capture">&nbsp;&nbsp;</span>capture <span class="ocr">&nbsp;&nbsp;</span>ocr <span class="plan">&nbsp;&nbsp;</span>plan <span class="act">&nbsp;&nbsp;</span>act <span class="settle">&nbsp;&nbsp;</span>settle <span class="verify">&nbsp;&nbsp;</span>verify</div>"#,
+        id = esc(&r.id),
+        task = esc(&r.task),
+        status = r.status,
+        prov = esc(&r.provider),
+        model = esc(&r.model),
+        pv = esc(&r.prompt_version),
+        mode = esc(&r.mode),
+        summary = esc(&r.summary),
+    );
+    let slowest = r.steps.iter().map(total).fold(1.0f64, f64::max);
+    for s in &r.steps {
+        step(&mut h, dir, s, slowest);
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn total(s: &StepRecord) -> f64 {
+    let t = &s.timings_ms;
+    t.capture + t.ocr + t.plan + t.act + t.settle + t.verify
+}
+
+fn step(h: &mut String, dir: &Path, s: &StepRecord, slowest: f64) {
+    let _ = write!(
+        h,
+        r#"<div class="step"><b>Step {}</b> <span class="badge {v}">{v}</span> rails: <code>{}</code> — {}<br><code>{}</code>"#,
+        s.index,
+        esc(&s.rails),
+        esc(&s.detail),
+        esc(&s.actions.to_string()),
+        v = esc(&s.verification)
+    );
+    let t = &s.timings_ms;
+    let _ = write!(h, r#"<div class="bar" title="{:.0} ms">"#, total(s));
+    for (class, ms) in [
+        ("capture", t.capture),
+        ("ocr", t.ocr),
+        ("plan", t.plan),
+        ("act", t.act),
+        ("settle", t.settle),
+        ("verify", t.verify),
+    ] {
+        let _ = write!(
+            h,
+            r#"<div class="{class}" style="width:{:.2}%" title="{class} {ms:.0} ms"></div>"#,
+            100.0 * ms / slowest
+        );
+    }
+    let _ = write!(h, "</div><small>{:.0} ms: capture {:.0} · ocr {:.0} · plan {:.0} · act {:.0} · settle {:.0} · verify {:.0}</small><div class=\"shots\">", total(s), t.capture, t.ocr, t.plan, t.act, t.settle, t.verify);
+    if let Some(src) = embed(dir, &s.screenshot) {
+        let _ = write!(
+            h,
+            r#"<div class="shot"><img src="{src}" width="640" alt="before step {}">"#,
+            s.index
+        );
+        // Click points are stored in model-picture pixels (1280 wide); the image is shown at 640.
+        for p in &s.click_points {
+            let _ = write!(
+                h,
+                r#"<div class="dot" style="left:{:.1}px;top:{:.1}px"></div>"#,
+                p[0] / 2.0,
+                p[1] / 2.0
+            );
+        }
+        h.push_str("</div>");
+    }
+    if let Some(src) = embed(dir, &s.verify_screenshot) {
+        let _ = write!(
+            h,
+            r#"<div class="shot"><img src="{src}" width="640" alt="after step {}"></div>"#,
+            s.index
+        );
+    }
+    h.push_str("</div></div>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{PhaseTimes, Recorder, Status};
+
+    #[test]
+    fn report_embeds_images_marks_clicks_and_escapes_text() {
+        let d = tempfile::tempdir().unwrap();
+        let mut r = Recorder::create(
+            d.path(),
+            "click <b>Save</b>",
+            "local",
+            "offline",
+            "tools.v1",
+            "auto",
+        )
+        .unwrap();
+        image::RgbaImage::new(8, 8)
+            .save(r.dir.join("step-001.png"))
+            .unwrap();
+        r.push_step(StepRecord {
+            index: 1,
+            observation_id: "o1".into(),
+            actions: serde_json::json!([{"action":"click"}]),
+            rails: "approved".into(),
+            verification: "verified".into(),
+            detail: "the screen changed".into(),
+            timings_ms: PhaseTimes {
+                capture: 5.0,
+                ocr: 100.0,
+                plan: 1.0,
+                act: 50.0,
+                settle: 120.0,
+                verify: 1.0,
+            },
+            screenshot: Some("step-001.png".into()),
+            verify_screenshot: None,
+            click_points: vec![[640.0, 360.0]],
+        })
+        .unwrap();
+        r.finish(Status::Done, "done").unwrap();
+        let html = render(&r.dir, &r.record);
+        assert!(html.contains("data:image/png;base64,"));
+        assert!(html.contains(r#"class="dot" style="left:320.0px;top:180.0px""#));
+        assert!(html.contains("badge verified"));
+        assert!(html.contains("click &lt;b&gt;Save&lt;/b&gt;") && !html.contains("<b>Save</b>"));
+        assert!(html.contains("verified 100%"));
+    }
+}
