@@ -22,7 +22,7 @@ use crate::session::{PhaseTimes, Recorder, Status, StepRecord};
 use crate::verify::{verify, Verdict};
 
 /// The version of the planner contract recorded in every session.
-pub const PROMPT_VERSION: &str = "tools.v1";
+pub const PROMPT_VERSION: &str = "tools.v1+packet.v1";
 /// Consecutive no-progress cycles (failed verification or unchanged screen) that abort a task.
 pub const NO_PROGRESS_LIMIT: u32 = 3;
 
@@ -67,6 +67,7 @@ pub struct Agent<'a> {
     transcript: Vec<String>,
     /// Click points of the step being recorded, in model-picture pixels.
     last_points: Vec<[f64; 2]>,
+    writers: Vec<std::thread::JoinHandle<()>>,
 }
 
 pub struct RunResult {
@@ -107,6 +108,7 @@ impl<'a> Agent<'a> {
             seq: 0,
             transcript: Vec::new(),
             last_points: Vec::new(),
+            writers: Vec::new(),
         })
     }
 
@@ -153,13 +155,16 @@ impl<'a> Agent<'a> {
         }
     }
 
-    fn save_png(&self, frame: &Frame, targets: &[Target], name: &str) -> Option<String> {
+    /// Write the annotated picture on a background thread (PNG encoding is ~100 ms, not the
+    /// loop's business); [`Agent::run`] joins them before the session ends.
+    fn save_png(&mut self, frame: &Frame, targets: &[Target], name: &str) -> Option<String> {
         let pic =
             crate::picture::model_picture(frame, targets, crate::picture::PictureConfig::default())
                 .ok()?;
-        pic.image
-            .save_with_format(self.recorder.dir.join(name), image::ImageFormat::Png)
-            .ok()?;
+        let path = self.recorder.dir.join(name);
+        self.writers.push(std::thread::spawn(move || {
+            let _ = pic.image.save_with_format(path, image::ImageFormat::Png);
+        }));
         Some(name.to_string())
     }
 
@@ -252,6 +257,40 @@ impl<'a> Agent<'a> {
                     continue;
                 }
             };
+            // What a model planner would be given at this step, kept in the event log.
+            let (pw, ph) = fit_within(obs.frame.size().0, obs.frame.size().1, 1280, 720);
+            let m = obs.frame.mapping((pw, ph))?;
+            let in_picture: Vec<Target> = obs
+                .perception
+                .targets
+                .iter()
+                .map(|t| Target {
+                    rect: m.capture_rect_to_image(&t.rect),
+                    ..t.clone()
+                })
+                .collect();
+            let decomposition: Vec<String> = intents.iter().map(|i| format!("{i:?}")).collect();
+            let history: Vec<crate::packet::PastStep> = self
+                .transcript
+                .iter()
+                .map(|t| crate::packet::PastStep {
+                    action: t.clone(),
+                    verdict: String::new(),
+                })
+                .collect();
+            let packet = crate::packet::build(&crate::packet::PacketInput {
+                task,
+                decomposition: &decomposition,
+                history: &history,
+                observation_id: &obs.id,
+                app: obs.app.as_deref(),
+                picture: (pw, ph),
+                targets: &in_picture,
+            });
+            let _ = self.recorder.event(
+                "packet",
+                serde_json::json!({"version": crate::packet::PACKET_VERSION, "text": packet}),
+            );
             let plan_ms = t_plan.elapsed().as_secs_f64() * 1000.0;
             let said = describe(&intent, &actions, &obs.perception.targets);
             self.narrator.say(&format!("{said}."));
@@ -431,6 +470,9 @@ impl<'a> Agent<'a> {
             self.go(State::Plan, "verified or retrying");
         };
         self.narrator.say(&summary);
+        for w in self.writers.drain(..) {
+            let _ = w.join();
+        }
         self.recorder.finish(status, &summary)?;
         Ok(self.result(status, summary))
     }

@@ -17,6 +17,7 @@
 //! - `capture`: the only xcap user — primary-monitor frames and the focused window.
 //! - `desktop`: the only raw X11 (x11rb) user — XTEST and window-manager facts.
 //! - `perception`: frames → targets (line finding, Tesseract, tiles, stable ids).
+//! - `packet`: the versioned perception packet (prompts/packet.v1.md) a model planner receives.
 //! - `planner`: the planner boundary (tools observe/act/done and their schema) and the offline planner.
 //! - `picture`: the downscaled, annotated JPEG the model sees.
 //! - `observation`: the JSON shapes other tools consume (`ocr`, `look`).
@@ -39,6 +40,7 @@ pub mod geometry;
 pub mod lock;
 pub mod narrate;
 pub mod observation;
+pub mod packet;
 pub mod perception;
 pub mod picture;
 pub mod planner;
