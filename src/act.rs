@@ -98,7 +98,7 @@ impl ActReport {
 }
 
 /// Ask on the terminal. No terminal: no yes.
-fn ask_yes(question: &str) -> bool {
+pub fn ask_yes(question: &str) -> bool {
     if !std::io::stdin().is_terminal() {
         return false;
     }

@@ -375,12 +375,45 @@ impl<'a> Agent<'a> {
                 }
                 Decision::Record => ("recorded", false),
                 Decision::AskFirst(why) => {
-                    self.narrator.say(&format!(
-                        "I need a yes first ({}), and this loop cannot ask; stopping.",
+                    self.narrator
+                        .say(&format!("{said}? I need a yes first ({}).", why.join("; ")));
+                    let asked = crate::act::ask_yes(&format!(
+                        "step {steps}: {said} ({}). Go ahead?",
                         why.join("; ")
                     ));
-                    self.go(State::Failed, "needs confirmation");
-                    break (Status::Failed, format!("needs a yes: {}", why.join("; ")));
+                    let again = rails::check(
+                        &batch,
+                        &screen,
+                        &self.settings.rails,
+                        &self.settings.stop.combo,
+                    );
+                    match (
+                        asked,
+                        again.map(|c| {
+                            rails::approve(c, self.settings.rails.mode, &self.settings.rails, true)
+                        }),
+                    ) {
+                        (true, Ok(Decision::Run(a))) => {
+                            let outcomes: Vec<Outcome> = self
+                                .actuator
+                                .run(a, Duration::from_millis(self.settings.rails.rate_limit_ms))
+                                .iter()
+                                .map(|r| r.outcome)
+                                .collect();
+                            if outcomes.contains(&Outcome::Stopped) {
+                                continue;
+                            }
+                            ("approved", outcomes.iter().all(|o| *o == Outcome::Done))
+                        }
+                        _ => {
+                            self.narrator.say("No yes, so I stopped.");
+                            self.go(State::Failed, "needs confirmation");
+                            break (
+                                Status::Failed,
+                                format!("needs a yes and none was given: {}", why.join("; ")),
+                            );
+                        }
+                    }
                 }
             };
             let act_ms = t_act.elapsed().as_secs_f64() * 1000.0;
