@@ -420,6 +420,19 @@ fn demo() -> Result<()> {
         .arg(&after)
         .stdout(Stdio::null()))?;
     drop(rig);
+    // The session's HTML report.
+    let sessions = data.join("voxdesk/sessions");
+    let newest = std::fs::read_dir(&sessions)
+        .ok()
+        .and_then(|rd| rd.flatten().map(|e| e.path()).max());
+    let report = newest.as_ref().map(|d| d.join("report.html"));
+    if let Some(d) = &newest {
+        let _ = Command::new(&bin)
+            .arg("report")
+            .arg(d)
+            .stdout(Stdio::null())
+            .status();
+    }
     // One WAV of everything that was said.
     let mut wavs: Vec<PathBuf> = std::fs::read_dir(&wav_dir)
         .map(|rd| rd.flatten().map(|e| e.path()).collect())
@@ -430,12 +443,13 @@ fn demo() -> Result<()> {
         let _ = Command::new("sox").args(&wavs).arg(&narration).status();
     }
     println!(
-        "\nannotated picture (what the model sees): {}\nobservation JSON: {}\nafter the task: {}\nnarration: {}\nsession: {}",
+        "\nannotated picture (what the model sees): {}\nobservation JSON: {}\nafter the task: {}\nnarration: {}\nsession: {}\nreport: {}",
         png.display(),
         out.join("look.json").display(),
         after.display(),
         narration.display(),
-        data.join("voxdesk/sessions").display()
+        newest.map(|d| d.display().to_string()).unwrap_or_default(),
+        report.map(|r| r.display().to_string()).unwrap_or_default()
     );
     Ok(())
 }
