@@ -16,7 +16,8 @@ use crate::frame::Frame;
 use crate::geometry::fit_within;
 use crate::narrate::Narrator;
 use crate::perception::{engine, Perceiver, Perception, Target};
-use crate::planner::local::{bind, parse_task, Intent};
+use crate::planner::local::LocalPlanner;
+use crate::planner::{PlanInput, Planned, Planner};
 use crate::rails::{self, Decision, Screen};
 use crate::session::{PhaseTimes, Recorder, Status, StepRecord};
 use crate::verify::{verify, Verdict};
@@ -168,17 +169,30 @@ impl<'a> Agent<'a> {
         Some(name.to_string())
     }
 
-    /// Run the task to an end.
+    /// Run the task to an end with the offline planner.
     pub fn run(&mut self, task: &str, step_cap: usize) -> Result<RunResult> {
-        let intents = match parse_task(task) {
-            Ok(i) => i,
+        let mut planner = match LocalPlanner::new(task) {
+            Ok(p) => p,
             Err(e) => {
                 self.narrator.say(&format!("I can't do that: {e}."));
                 self.recorder.finish(Status::Failed, &e.to_string())?;
                 return Ok(self.result(Status::Failed, e.to_string()));
             }
         };
-        let mut next = 0usize;
+        self.run_with(&mut planner, task, step_cap)
+    }
+
+    /// Run the task to an end with any planner.
+    pub fn run_with(
+        &mut self,
+        planner: &mut dyn Planner,
+        task: &str,
+        step_cap: usize,
+    ) -> Result<RunResult> {
+        // Provider and model are always named explicitly in the record.
+        self.recorder.record.provider = planner.provider().to_string();
+        self.recorder.record.model = planner.model().to_string();
+        self.recorder.save()?;
         let mut no_progress = 0u32;
         let mut steps = 0usize;
         let (mut obs, mut cap_ms, mut ocr_ms) = self.observe(true)?;
@@ -191,17 +205,6 @@ impl<'a> Agent<'a> {
                     Status::Stopped,
                     "stopped by the emergency stop; nothing more will move this session"
                         .to_string(),
-                );
-            }
-            if next >= intents.len() {
-                self.go(State::Done, "every step verified");
-                break (
-                    Status::Done,
-                    format!(
-                        "done: {} step{}",
-                        intents.len(),
-                        if intents.len() == 1 { "" } else { "s" }
-                    ),
                 );
             }
             if steps >= step_cap {
@@ -225,39 +228,8 @@ impl<'a> Agent<'a> {
                 );
             }
             steps += 1;
-            // Plan.
+            // Plan: the packet first (what a model planner reads, kept in the event log).
             let t_plan = Instant::now();
-            let intent = intents[next].clone();
-            let (actions, expect) = match bind(&intent, &obs.perception.targets) {
-                Ok(x) => x,
-                Err(e) => {
-                    no_progress += 1;
-                    self.transcript.push(format!("step {steps}: {e}"));
-                    self.narrator.say(&format!("I can't find it: {e}."));
-                    self.record_step(
-                        &obs,
-                        serde_json::json!([]),
-                        "not planned",
-                        &Verdict::Failed {
-                            reason: e.to_string(),
-                            no_change: true,
-                        },
-                        PhaseTimes {
-                            capture: cap_ms,
-                            ocr: ocr_ms,
-                            ..Default::default()
-                        },
-                        None,
-                    );
-                    // Maybe the screen was still drawing: settle and look again.
-                    self.go(State::Settle, "label not on screen");
-                    let (o, _, _) = self.settle()?;
-                    obs = o;
-                    self.go(State::Plan, "re-observed");
-                    continue;
-                }
-            };
-            // What a model planner would be given at this step, kept in the event log.
             let (pw, ph) = fit_within(obs.frame.size().0, obs.frame.size().1, 1280, 720);
             let m = obs.frame.mapping((pw, ph))?;
             let in_picture: Vec<Target> = obs
@@ -269,7 +241,7 @@ impl<'a> Agent<'a> {
                     ..t.clone()
                 })
                 .collect();
-            let decomposition: Vec<String> = intents.iter().map(|i| format!("{i:?}")).collect();
+            let decomposition = planner.decomposition();
             let history: Vec<crate::packet::PastStep> = self
                 .transcript
                 .iter()
@@ -291,8 +263,57 @@ impl<'a> Agent<'a> {
                 "packet",
                 serde_json::json!({"version": crate::packet::PACKET_VERSION, "text": packet}),
             );
+            let (actions, expect, said) = match planner.plan(&PlanInput {
+                targets: &obs.perception.targets,
+                packet: &packet,
+            }) {
+                Planned::Act {
+                    actions,
+                    expect,
+                    say,
+                } => (actions, expect, say),
+                Planned::Done { success, summary } => {
+                    self.go(
+                        if success { State::Done } else { State::Failed },
+                        "the planner is done",
+                    );
+                    break (
+                        if success {
+                            Status::Done
+                        } else {
+                            Status::Failed
+                        },
+                        summary,
+                    );
+                }
+                Planned::Stuck(e) => {
+                    no_progress += 1;
+                    self.transcript.push(format!("step {steps}: {e}"));
+                    self.narrator.say(&format!("I can't find it: {e}."));
+                    self.record_step(
+                        &obs,
+                        serde_json::json!([]),
+                        "not planned",
+                        &Verdict::Failed {
+                            reason: e.clone(),
+                            no_change: true,
+                        },
+                        PhaseTimes {
+                            capture: cap_ms,
+                            ocr: ocr_ms,
+                            ..Default::default()
+                        },
+                        None,
+                    );
+                    // Maybe the screen was still drawing: settle and look again.
+                    self.go(State::Settle, "could not plan on this screen");
+                    let (o, _, _) = self.settle()?;
+                    obs = o;
+                    self.go(State::Plan, "re-observed");
+                    continue;
+                }
+            };
             let plan_ms = t_plan.elapsed().as_secs_f64() * 1000.0;
-            let said = describe(&intent, &actions, &obs.perception.targets);
             self.narrator.say(&format!("{said}."));
             // Act.
             self.go(State::Act, &said);
@@ -435,7 +456,7 @@ impl<'a> Agent<'a> {
                 );
                 self.transcript
                     .push(format!("step {steps}: {said} (observe mode: not done)"));
-                next += 1;
+                planner.outcome(&Verdict::Unverified);
                 continue;
             }
             // Settle, then verify.
@@ -483,7 +504,6 @@ impl<'a> Agent<'a> {
                 Verdict::Verified(why) => {
                     self.narrator.say(&format!("Done: {why}."));
                     no_progress = 0;
-                    next += 1;
                 }
                 Verdict::Failed { reason, no_change } => {
                     no_progress += 1;
@@ -494,8 +514,9 @@ impl<'a> Agent<'a> {
                     }
                 }
                 // Unverified moves no counter.
-                Verdict::Unverified => next += 1,
+                Verdict::Unverified => {}
             }
+            planner.outcome(&verdict);
             self.transcript
                 .push(format!("step {steps}: {said} → {}", verdict.name()));
             self.record_step_full(&obs, actions_json, "approved", &verdict, times, shot, vshot);
@@ -586,46 +607,6 @@ impl<'a> Agent<'a> {
             session_dir: self.recorder.dir.clone(),
             transcript: self.transcript.clone(),
         }
-    }
-}
-
-/// "Clicking 7" / "Typing "hello"" — what is about to happen, for narration.
-fn describe(intent: &Intent, actions: &[Action], targets: &[Target]) -> String {
-    let label = |id: u32| {
-        targets
-            .iter()
-            .find(|t| t.id == id)
-            .map(|t| t.text.clone())
-            .unwrap_or_default()
-    };
-    match (intent, actions.first()) {
-        (
-            Intent::Click { .. },
-            Some(Action::Click {
-                at: crate::action::Pos::Target(id),
-            }),
-        ) => format!("Clicking {}", label(*id)),
-        (
-            Intent::Click { .. },
-            Some(Action::DoubleClick {
-                at: crate::action::Pos::Target(id),
-            }),
-        ) => format!("Double-clicking {}", label(*id)),
-        (
-            Intent::Click { .. },
-            Some(Action::RightClick {
-                at: crate::action::Pos::Target(id),
-            }),
-        ) => format!("Right-clicking {}", label(*id)),
-        (Intent::Type { text }, _) => format!("Typing {text:?}"),
-        (Intent::Press { combo }, _) => format!("Pressing {combo}"),
-        (Intent::Scroll { direction, .. }, _) => format!("Scrolling {direction:?}")
-            .to_lowercase()
-            .replacen("scrolling", "Scrolling", 1),
-        (Intent::Drag { from, to }, _) => format!("Dragging {from} to {to}"),
-        (Intent::WaitFor { label }, _) => format!("Waiting for {label}"),
-        (Intent::Wait { ms }, _) => format!("Waiting {ms} ms"),
-        _ => "Acting".into(),
     }
 }
 

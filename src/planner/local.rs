@@ -397,6 +397,85 @@ pub fn bind(intent: &Intent, targets: &[Target]) -> Result<(Vec<Action>, Expect)
     })
 }
 
+/// The offline planner behind the [`super::Planner`] boundary: one parsed step at a time, moving
+/// on when the step verifies (or cannot be verified).
+pub struct LocalPlanner {
+    intents: Vec<Intent>,
+    next: usize,
+}
+
+impl LocalPlanner {
+    pub fn new(task: &str) -> Result<LocalPlanner, PlanError> {
+        Ok(LocalPlanner {
+            intents: parse_task(task)?,
+            next: 0,
+        })
+    }
+}
+
+/// "Clicking 7" / "Typing \"hello\"" — what is about to happen, for narration.
+fn describe(intent: &Intent, actions: &[Action], targets: &[Target]) -> String {
+    let label = |at: &Pos| match at {
+        Pos::Target(id) => targets
+            .iter()
+            .find(|t| t.id == *id)
+            .map(|t| t.text.clone())
+            .unwrap_or_default(),
+        Pos::Point { x, y } => format!("({x:.0}, {y:.0})"),
+    };
+    match (intent, actions.first()) {
+        (_, Some(Action::Click { at })) => format!("Clicking {}", label(at)),
+        (_, Some(Action::DoubleClick { at })) => format!("Double-clicking {}", label(at)),
+        (_, Some(Action::RightClick { at })) => format!("Right-clicking {}", label(at)),
+        (Intent::Type { text }, _) => format!("Typing {text:?}"),
+        (Intent::Press { combo }, _) => format!("Pressing {combo}"),
+        (Intent::Scroll { direction, .. }, _) => {
+            format!("Scrolling {}", format!("{direction:?}").to_lowercase())
+        }
+        (Intent::Drag { from, to }, _) => format!("Dragging {from} to {to}"),
+        (Intent::WaitFor { label }, _) => format!("Waiting for {label}"),
+        (Intent::Wait { ms }, _) => format!("Waiting {ms} ms"),
+        _ => "Acting".into(),
+    }
+}
+
+impl super::Planner for LocalPlanner {
+    fn provider(&self) -> &str {
+        "local"
+    }
+    fn model(&self) -> &str {
+        "offline-planner"
+    }
+    fn decomposition(&self) -> Vec<String> {
+        self.intents.iter().map(|i| format!("{i:?}")).collect()
+    }
+    fn plan(&mut self, input: &super::PlanInput) -> super::Planned {
+        let Some(intent) = self.intents.get(self.next) else {
+            let n = self.intents.len();
+            return super::Planned::Done {
+                success: true,
+                summary: format!("done: {n} step{}", if n == 1 { "" } else { "s" }),
+            };
+        };
+        match bind(intent, input.targets) {
+            Ok((actions, expect)) => {
+                let say = describe(intent, &actions, input.targets);
+                super::Planned::Act {
+                    actions,
+                    expect,
+                    say,
+                }
+            }
+            Err(e) => super::Planned::Stuck(e.to_string()),
+        }
+    }
+    fn outcome(&mut self, verdict: &crate::verify::Verdict) {
+        if !matches!(verdict, crate::verify::Verdict::Failed { .. }) {
+            self.next += 1;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,45 @@ pub mod local;
 
 use serde_json::Value;
 
-use crate::action::{batch_from_value, Batch, ParseError};
+use crate::action::{batch_from_value, Action, Batch, Expect, ParseError};
+use crate::perception::Target;
+use crate::verify::Verdict;
+
+/// What a planner sees at each step.
+pub struct PlanInput<'a> {
+    /// Targets of the current observation (capture pixels).
+    pub targets: &'a [Target],
+    /// The perception packet (prompts/packet.v1.md), for planners that read text.
+    pub packet: &'a str,
+}
+
+/// A planner's answer for one step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Planned {
+    /// Run these actions; `say` is the narration ("Clicking Save").
+    Act {
+        actions: Vec<Action>,
+        expect: Expect,
+        say: String,
+    },
+    Done {
+        success: bool,
+        summary: String,
+    },
+    /// Could not plan this step on this screen (a missing or ambiguous label): counts as no progress.
+    Stuck(String),
+}
+
+/// The boundary every planner plugs into: the offline one now, realtime models later.
+pub trait Planner {
+    fn provider(&self) -> &str;
+    fn model(&self) -> &str;
+    /// The task as the planner decomposed it (for the packet and the record).
+    fn decomposition(&self) -> Vec<String>;
+    fn plan(&mut self, input: &PlanInput) -> Planned;
+    /// How the last planned step went.
+    fn outcome(&mut self, verdict: &Verdict);
+}
 
 /// The tool schema every planner is given (versioned; the version goes into session records).
 pub const TOOLS_JSON: &str = include_str!("../../prompts/tools.v1.json");
