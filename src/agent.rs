@@ -382,18 +382,10 @@ impl<'a> Agent<'a> {
                 &self.settings.rails,
                 false,
             ) {
-                Decision::Run(a) => {
-                    let outcomes: Vec<Outcome> = self
-                        .actuator
-                        .run(a, Duration::from_millis(self.settings.rails.rate_limit_ms))
-                        .iter()
-                        .map(|r| r.outcome)
-                        .collect();
-                    if outcomes.iter().any(|o| *o == Outcome::Stopped) {
-                        continue; // the top of the loop ends the session as stopped
-                    }
-                    ("approved", outcomes.iter().all(|o| *o == Outcome::Done))
-                }
+                Decision::Run(a) => match self.run_approved(a) {
+                    Some(all_done) => ("approved", all_done),
+                    None => continue, // stopped: the top of the loop ends the session
+                },
                 Decision::Record => ("recorded", false),
                 Decision::AskFirst(why) => {
                     self.narrator
@@ -414,18 +406,10 @@ impl<'a> Agent<'a> {
                             rails::approve(c, self.settings.rails.mode, &self.settings.rails, true)
                         }),
                     ) {
-                        (true, Ok(Decision::Run(a))) => {
-                            let outcomes: Vec<Outcome> = self
-                                .actuator
-                                .run(a, Duration::from_millis(self.settings.rails.rate_limit_ms))
-                                .iter()
-                                .map(|r| r.outcome)
-                                .collect();
-                            if outcomes.contains(&Outcome::Stopped) {
-                                continue;
-                            }
-                            ("approved", outcomes.iter().all(|o| *o == Outcome::Done))
-                        }
+                        (true, Ok(Decision::Run(a))) => match self.run_approved(a) {
+                            Some(all_done) => ("approved", all_done),
+                            None => continue,
+                        },
                         _ => {
                             self.narrator.say("No yes, so I stopped.");
                             self.go(State::Failed, "needs confirmation");
@@ -529,6 +513,20 @@ impl<'a> Agent<'a> {
         }
         self.recorder.finish(status, &summary)?;
         Ok(self.result(status, summary))
+    }
+
+    /// Run an approved batch; `None` when the emergency stop cut it, else whether every step ran.
+    fn run_approved(&mut self, a: crate::rails::Approved) -> Option<bool> {
+        let outcomes: Vec<Outcome> = self
+            .actuator
+            .run(a, Duration::from_millis(self.settings.rails.rate_limit_ms))
+            .iter()
+            .map(|r| r.outcome)
+            .collect();
+        if outcomes.contains(&Outcome::Stopped) {
+            return None;
+        }
+        Some(outcomes.iter().all(|o| *o == Outcome::Done))
     }
 
     fn escape(&mut self, obs: &Observation) -> Result<()> {

@@ -14,33 +14,6 @@ fn xdotool(display: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
-/// Start an app and focus it; killed when the guard drops.
-fn app(display: &str, cmd: &[&str], class: &str) -> Guard {
-    let g = Guard(
-        Command::new(cmd[0])
-            .env("DISPLAY", display)
-            .args(&cmd[1..])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start app"),
-    );
-    assert!(
-        wait_for(Duration::from_secs(10), || !xdotool(
-            display,
-            &["search", "--class", class]
-        )
-        .is_empty()),
-        "{class} window"
-    );
-    let _ = Command::new("xdotool")
-        .env("DISPLAY", display)
-        .args(["search", "--class", class, "windowactivate", "--sync"])
-        .status();
-    std::thread::sleep(Duration::from_millis(400));
-    g
-}
-
 fn look(display: &str) -> serde_json::Value {
     let o = output(bin().env("DISPLAY", display).args(["look", "--json"]));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -9,27 +9,7 @@ use crate::util::*;
 fn look_sees_xcalc_keys_where_the_window_is() {
     let Some(rig) = rig() else { return };
     let display: &str = &rig;
-    let calc = Guard(
-        Command::new("xcalc")
-            .env("DISPLAY", &display)
-            .args(["-geometry", "300x400+400+200"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("xcalc"),
-    );
-    assert!(wait_for(Duration::from_secs(10), || Command::new(
-        "xdotool"
-    )
-    .env("DISPLAY", &display)
-    .args(["search", "--class", "XCalc"])
-    .output()
-    .is_ok_and(|o| !o.stdout.is_empty())));
-    let _ = Command::new("xdotool")
-        .env("DISPLAY", &display)
-        .args(["search", "--class", "XCalc", "windowactivate", "--sync"])
-        .status();
-    std::thread::sleep(Duration::from_millis(300));
+    let calc = app(display, &["xcalc", "-geometry", "300x400+400+200"], "XCalc");
     let dir = tempfile::tempdir().unwrap();
     let png = dir.path().join("look.png");
     let o = output(

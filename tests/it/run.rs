@@ -7,28 +7,7 @@ use std::time::Duration;
 use crate::util::*;
 
 fn calc(display: &str) -> Guard {
-    let g = Guard(
-        Command::new("xcalc")
-            .env("DISPLAY", display)
-            .args(["-geometry", "300x400+400+200"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("xcalc"),
-    );
-    assert!(wait_for(Duration::from_secs(10), || Command::new(
-        "xdotool"
-    )
-    .env("DISPLAY", display)
-    .args(["search", "--class", "XCalc"])
-    .output()
-    .is_ok_and(|o| !o.stdout.is_empty())));
-    let _ = Command::new("xdotool")
-        .env("DISPLAY", display)
-        .args(["search", "--class", "XCalc", "windowactivate", "--sync"])
-        .status();
-    std::thread::sleep(Duration::from_millis(400));
-    g
+    app(display, &["xcalc", "-geometry", "300x400+400+200"], "XCalc")
 }
 
 fn run_cmd(display: &str, data: &Path, task: &str) -> Command {

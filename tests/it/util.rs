@@ -182,3 +182,32 @@ impl Drop for Guard {
         let _ = self.0.wait();
     }
 }
+
+/// Start an app and focus it; killed when the guard drops.
+pub fn app(display: &str, cmd: &[&str], class: &str) -> Guard {
+    let g = Guard(
+        Command::new(cmd[0])
+            .env("DISPLAY", display)
+            .args(&cmd[1..])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start app"),
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || !Command::new("xdotool")
+            .env("DISPLAY", display)
+            .args(["search", "--class", class])
+            .output()
+            .map(|o| o.stdout)
+            .unwrap_or_default()
+            .is_empty()),
+        "{class} window"
+    );
+    let _ = Command::new("xdotool")
+        .env("DISPLAY", display)
+        .args(["search", "--class", class, "windowactivate", "--sync"])
+        .status();
+    std::thread::sleep(Duration::from_millis(400));
+    g
+}
