@@ -53,6 +53,9 @@ enum Cmd {
         /// Only `local` (the offline planner) exists so far.
         #[arg(long, default_value = "local")]
         provider: String,
+        /// The provider's model; `local` has one, `offline-planner`.
+        #[arg(long)]
+        model: Option<String>,
         #[arg(long)]
         mode: Option<String>,
         /// Print narration only, do not speak.
@@ -203,13 +206,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
         Cmd::Run {
             provider,
+            model,
             mode,
             quiet,
             narration_wav,
             step_cap,
             task,
         } => {
+            // Provider and model are named explicitly; there is no silent fallback to another.
             anyhow::ensure!(provider == "local", "provider {provider:?} is not available yet; use --provider local (the offline planner)");
+            anyhow::ensure!(
+                model.as_deref().is_none_or(|m| m == "offline-planner"),
+                "provider local has one model, offline-planner (got {:?})",
+                model.unwrap_or_default()
+            );
             let loaded = settings(cli.config.as_deref(), mode)?;
             let opts = voxdesk::agent::RunOptions {
                 task: task.clone(),
