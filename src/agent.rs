@@ -156,15 +156,22 @@ impl<'a> Agent<'a> {
         }
     }
 
-    /// Write the annotated picture on a background thread (PNG encoding is ~100 ms, not the
-    /// loop's business); [`Agent::run`] joins them before the session ends.
+    /// Draw and write the step picture on a background thread (downscale, boxes and PNG encoding
+    /// take ~150 ms: not the loop's business); [`Agent::run_with`] joins them before the session ends.
     fn save_png(&mut self, frame: &Frame, targets: &[Target], name: &str) -> Option<String> {
-        let pic =
-            crate::picture::model_picture(frame, targets, crate::picture::PictureConfig::default())
-                .ok()?;
-        let path = self.recorder.dir.join(name);
+        let (frame, targets, path) = (
+            frame.clone(),
+            targets.to_vec(),
+            self.recorder.dir.join(name),
+        );
         self.writers.push(std::thread::spawn(move || {
-            let _ = pic.image.save_with_format(path, image::ImageFormat::Png);
+            if let Ok((image, _)) = crate::picture::annotated(
+                &frame,
+                &targets,
+                crate::picture::PictureConfig::default(),
+            ) {
+                let _ = image.save_with_format(path, image::ImageFormat::Png);
+            }
         }));
         Some(name.to_string())
     }
@@ -332,6 +339,9 @@ impl<'a> Agent<'a> {
                 mapping,
                 app: obs.app.as_deref(),
             };
+            // The screenshot of the step is made before the act phase is timed.
+            let before = obs.perception.targets.clone();
+            let shot = self.save_png(&obs.frame, &before, &format!("step-{steps:03}.png"));
             let t_act = Instant::now();
             let checked = match rails::check(
                 &batch,
@@ -374,8 +384,6 @@ impl<'a> Agent<'a> {
                     _ => None,
                 })
                 .collect();
-            let before = obs.perception.targets.clone();
-            let shot = self.save_png(&obs.frame, &before, &format!("step-{steps:03}.png"));
             let (rails_verdict, ran) = match rails::approve(
                 checked,
                 self.settings.rails.mode,

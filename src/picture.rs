@@ -49,19 +49,7 @@ pub fn model_picture(
     targets: &[Target],
     cfg: PictureConfig,
 ) -> Result<Picture, PictureError> {
-    let (w, h) = frame.size();
-    let (pw, ph) = fit_within(w, h, cfg.max_w.max(1), cfg.max_h.max(1));
-    let mapping = frame.mapping((pw, ph))?;
-    let mut image = if (pw, ph) == (w, h) {
-        frame.image.clone()
-    } else {
-        imageops::resize(&frame.image, pw, ph, imageops::FilterType::Triangle)
-    };
-    let boxes: Vec<(u32, Rect)> = targets
-        .iter()
-        .map(|t| (t.id, mapping.capture_rect_to_image(&t.rect)))
-        .collect();
-    draw_targets(&mut image, &boxes);
+    let (image, mapping) = annotated(frame, targets, cfg)?;
     let mut quality = cfg.quality.clamp(10, 100);
     loop {
         let jpeg = encode_jpeg(&image, quality)?;
@@ -77,6 +65,29 @@ pub fn model_picture(
         }
         quality -= 15;
     }
+}
+
+/// The downscaled frame with the targets drawn, and its mapping (no encoding: session records
+/// save it as PNG).
+pub fn annotated(
+    frame: &Frame,
+    targets: &[Target],
+    cfg: PictureConfig,
+) -> Result<(RgbaImage, Mapping), PictureError> {
+    let (w, h) = frame.size();
+    let (pw, ph) = fit_within(w, h, cfg.max_w.max(1), cfg.max_h.max(1));
+    let mapping = frame.mapping((pw, ph))?;
+    let mut image = if (pw, ph) == (w, h) {
+        frame.image.clone()
+    } else {
+        imageops::resize(&frame.image, pw, ph, imageops::FilterType::Triangle)
+    };
+    let boxes: Vec<(u32, Rect)> = targets
+        .iter()
+        .map(|t| (t.id, mapping.capture_rect_to_image(&t.rect)))
+        .collect();
+    draw_targets(&mut image, &boxes);
+    Ok((image, mapping))
 }
 
 pub fn encode_jpeg(image: &RgbaImage, quality: u8) -> Result<Vec<u8>, PictureError> {
