@@ -159,6 +159,10 @@ impl<'a> Agent<'a> {
     /// Draw and write the step picture on a background thread (downscale, boxes and PNG encoding
     /// take ~150 ms: not the loop's business); [`Agent::run_with`] joins them before the session ends.
     fn save_png(&mut self, frame: &Frame, targets: &[Target], name: &str) -> Option<String> {
+        // At most two pictures in flight: each holds a copy of the frame.
+        while self.writers.len() >= 2 {
+            let _ = self.writers.remove(0).join();
+        }
         let (frame, targets, path) = (
             frame.clone(),
             targets.to_vec(),
