@@ -133,9 +133,9 @@ pub fn run(mut batch: Batch, settings: &Settings, assume_yes: bool) -> anyhow::R
         .observation_id
         .get_or_insert_with(|| observation_id.clone())
         .clone();
-    // The model names targets in the picture it saw: the 1280x720-capped picture.
-    let (pw, ph) = crate::geometry::fit_within(w, h, 1280, 720);
-    let mapping = frame.mapping((pw, ph))?;
+    // The model names points in the picture it saw.
+    let mapping =
+        crate::picture::picture_mapping(&frame, crate::picture::PictureConfig::default())?;
     let screen = Screen {
         observation_id: &named,
         latest_id: &observation_id,

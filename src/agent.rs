@@ -13,7 +13,6 @@ use crate::actuator::{Actuator, Outcome, StopLatch, StopWatcher};
 use crate::capture::{self, Capturer};
 use crate::config::Settings;
 use crate::frame::Frame;
-use crate::geometry::fit_within;
 use crate::narrate::Narrator;
 use crate::perception::{engine, Perceiver, Perception, Target};
 use crate::planner::local::LocalPlanner;
@@ -52,6 +51,8 @@ struct Observation {
     frame: Frame,
     perception: Perception,
     app: Option<String>,
+    /// Model picture ↔ capture ↔ logical for this frame.
+    mapping: crate::geometry::Mapping,
 }
 
 pub struct Agent<'a> {
@@ -129,12 +130,15 @@ impl<'a> Agent<'a> {
         self.seq += 1;
         let app = capture::focused_window().ok().flatten().map(|a| a.app);
         let ocr_ms = perception.timings.total_ms;
+        let mapping =
+            crate::picture::picture_mapping(&frame, crate::picture::PictureConfig::default())?;
         Ok((
             Observation {
                 id: format!("{}-{}", self.recorder.record.id, self.seq),
                 frame,
                 perception,
                 app,
+                mapping,
             },
             capture_ms,
             ocr_ms,
@@ -241,8 +245,8 @@ impl<'a> Agent<'a> {
             steps += 1;
             // Plan: the packet first (what a model planner reads, kept in the event log).
             let t_plan = Instant::now();
-            let (pw, ph) = fit_within(obs.frame.size().0, obs.frame.size().1, 1280, 720);
-            let m = obs.frame.mapping((pw, ph))?;
+            let m = obs.mapping;
+            let (pw, ph) = (m.image_w, m.image_h);
             let in_picture: Vec<Target> = obs
                 .perception
                 .targets
@@ -334,8 +338,7 @@ impl<'a> Agent<'a> {
                 expect: expect.clone(),
             };
             let actions_json = batch_json(&batch);
-            let (pw, ph) = fit_within(obs.frame.size().0, obs.frame.size().1, 1280, 720);
-            let mapping = obs.frame.mapping((pw, ph))?;
+            let mapping = obs.mapping;
             let screen = Screen {
                 observation_id: &obs.id,
                 latest_id: &obs.id,
@@ -549,12 +552,11 @@ impl<'a> Agent<'a> {
             }],
             expect: Expect::default(),
         };
-        let (pw, ph) = fit_within(obs.frame.size().0, obs.frame.size().1, 1280, 720);
         let screen = Screen {
             observation_id: &obs.id,
             latest_id: &obs.id,
             targets: &obs.perception.targets,
-            mapping: obs.frame.mapping((pw, ph))?,
+            mapping: obs.mapping,
             app: obs.app.as_deref(),
         };
         if let Ok(c) = rails::check(&b, &screen, &self.settings.rails, &self.settings.stop.combo) {

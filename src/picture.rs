@@ -67,6 +67,13 @@ pub fn model_picture(
     }
 }
 
+/// The mapping between `frame` and the picture the model is shown of it under `cfg`: the one
+/// place the picture's size is decided, so a point the model names maps back exactly.
+pub fn picture_mapping(frame: &Frame, cfg: PictureConfig) -> Result<Mapping, PictureError> {
+    let (w, h) = frame.size();
+    Ok(frame.mapping(fit_within(w, h, cfg.max_w.max(1), cfg.max_h.max(1)))?)
+}
+
 /// The downscaled frame with the targets drawn, and its mapping (no encoding: session records
 /// save it as PNG).
 pub fn annotated(
@@ -75,8 +82,8 @@ pub fn annotated(
     cfg: PictureConfig,
 ) -> Result<(RgbaImage, Mapping), PictureError> {
     let (w, h) = frame.size();
-    let (pw, ph) = fit_within(w, h, cfg.max_w.max(1), cfg.max_h.max(1));
-    let mapping = frame.mapping((pw, ph))?;
+    let mapping = picture_mapping(frame, cfg)?;
+    let (pw, ph) = (mapping.image_w, mapping.image_h);
     let mut image = if (pw, ph) == (w, h) {
         frame.image.clone()
     } else {

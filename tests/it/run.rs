@@ -29,6 +29,18 @@ fn only_session(data: &Path) -> PathBuf {
     dirs[0].clone()
 }
 
+/// Wait until the session has been created, then a little longer so its first wait is running.
+fn wait_until_under_way(data: &Path) {
+    let sessions = data.join("voxdesk/sessions");
+    assert!(
+        wait_for(Duration::from_secs(30), || std::fs::read_dir(&sessions)
+            .map(|rd| rd.count() == 1)
+            .unwrap_or(false)),
+        "the session never started"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+}
+
 fn record(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("session.json")).unwrap()).unwrap()
 }
@@ -155,12 +167,7 @@ fn a_session_killed_mid_run_reloads_as_aborted() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    assert!(wait_for(Duration::from_secs(30), || std::fs::read_dir(
-        data.path().join("voxdesk/sessions")
-    )
-    .map(|rd| rd.count() == 1)
-    .unwrap_or(false)));
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_until_under_way(data.path());
     let _ = Command::new("kill")
         .args(["-9", &child.id().to_string()])
         .status();
@@ -186,12 +193,7 @@ fn the_emergency_stop_ends_the_session_as_stopped() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    assert!(wait_for(Duration::from_secs(30), || std::fs::read_dir(
-        data.path().join("voxdesk/sessions")
-    )
-    .map(|rd| rd.count() == 1)
-    .unwrap_or(false)));
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_until_under_way(data.path());
     let xd = |args: &[&str]| {
         Command::new("xdotool")
             .env("DISPLAY", d)
