@@ -1,24 +1,49 @@
-//! Narration: every plan and result is printed and, unless quiet, spoken by a local text-to-speech voice (espeak-ng) without blocking the loop; a new utterance cuts off a stale one.
+//! Narration: every plan and result is printed at once and, unless quiet, spoken on a voice thread (espeak-ng renders, rodio plays on the default output) that never blocks the loop; a new utterance cuts off a stale one.
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The longest the end of a run waits for its last sentence to finish playing.
+const LAST_WORDS: Duration = Duration::from_secs(15);
 
 pub struct Narrator {
-    quiet: bool,
-    speaking: Option<Child>,
-    /// When set, every utterance is also written here as `NNN.wav` (for tests and the demo).
-    wav_dir: Option<PathBuf>,
+    voice: Option<Voice>,
     count: usize,
     /// Everything said, in order.
     pub transcript: Vec<String>,
 }
 
+enum Cmd {
+    /// Render `text`; write it to the path if one is given; play it unless a newer one is queued.
+    Say(String, Option<PathBuf>),
+    /// Stop playing now.
+    Cut,
+}
+
+/// The voice thread: the one owner of the audio output.
+struct Voice {
+    tx: Option<mpsc::Sender<Cmd>>,
+    /// Utterances sent but not yet taken up by the thread; a non-zero count makes the current one stale.
+    queued: Arc<AtomicUsize>,
+    thread: Option<JoinHandle<()>>,
+    wav_dir: Option<PathBuf>,
+}
+
 impl Narrator {
+    /// `quiet`: print only. `wav_dir`: also write every utterance there as `NNN.wav` (tests, the demo).
     pub fn new(quiet: bool, wav_dir: Option<PathBuf>) -> Narrator {
+        let voice = if quiet && wav_dir.is_none() {
+            None
+        } else {
+            Voice::start(!quiet, wav_dir)
+        };
         Narrator {
-            quiet,
-            speaking: None,
-            wav_dir,
+            voice,
             count: 0,
             transcript: Vec::new(),
         }
@@ -29,50 +54,156 @@ impl Narrator {
         println!("🗣  {text}");
         self.transcript.push(text.to_string());
         self.count += 1;
-        if let Some(dir) = &self.wav_dir {
-            let _ = std::fs::create_dir_all(dir);
-            let out = dir.join(format!("{:03}.wav", self.count));
-            // Written synchronously but off the audio device: espeak-ng renders ~50x real time.
-            let _ = Command::new("espeak-ng")
-                .arg("-w")
-                .arg(&out)
-                .arg(text)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
-        if self.quiet {
-            return;
-        }
-        self.cut();
-        match Command::new("espeak-ng")
-            .arg(text)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-        {
-            Ok(c) => self.speaking = Some(c),
-            Err(e) => {
-                tracing::warn!("no voice (espeak-ng: {e}); narration is printed only");
-                self.quiet = true;
-            }
+        if let Some(v) = &self.voice {
+            let wav = v
+                .wav_dir
+                .as_ref()
+                .map(|d| d.join(format!("{:03}.wav", self.count)));
+            v.send(Cmd::Say(text.to_string(), wav));
         }
     }
 
-    /// Stop speaking now (a new utterance, or the emergency stop).
+    /// Stop speaking now (the emergency stop).
     pub fn cut(&mut self) {
-        if let Some(mut c) = self.speaking.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(v) = &self.voice {
+            v.send(Cmd::Cut);
         }
     }
 }
 
-impl Drop for Narrator {
-    fn drop(&mut self) {
-        // Let the last utterance finish unless something cut it already.
-        if let Some(mut c) = self.speaking.take() {
-            let _ = c.wait();
+impl Voice {
+    fn start(speak: bool, wav_dir: Option<PathBuf>) -> Option<Voice> {
+        let (tx, rx) = mpsc::channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let q = queued.clone();
+        let thread = std::thread::Builder::new()
+            .name("voxdesk-voice".into())
+            .spawn(move || voice_thread(rx, q, speak))
+            .map_err(|e| tracing::warn!("no voice thread ({e}); narration is printed only"))
+            .ok()?;
+        Some(Voice {
+            tx: Some(tx),
+            queued,
+            thread: Some(thread),
+            wav_dir,
+        })
+    }
+
+    fn send(&self, cmd: Cmd) {
+        if let Some(tx) = &self.tx {
+            if matches!(cmd, Cmd::Say(..)) {
+                self.queued.fetch_add(1, Ordering::SeqCst);
+            }
+            let _ = tx.send(cmd);
         }
     }
+}
+
+impl Drop for Voice {
+    fn drop(&mut self) {
+        // Closing the channel lets the thread finish the last sentence (bounded) and exit.
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn voice_thread(rx: mpsc::Receiver<Cmd>, queued: Arc<AtomicUsize>, speak: bool) {
+    let mut output: Option<rodio::MixerDeviceSink> = None;
+    let mut tried_output = !speak;
+    let mut warned_tts = false;
+    let mut playing: Option<(rodio::Player, Instant, Duration)> = None;
+    let scratch = std::env::temp_dir().join(format!("voxdesk-voice-{}.wav", std::process::id()));
+    while let Ok(cmd) = rx.recv() {
+        let (text, wav) = match cmd {
+            Cmd::Cut => {
+                playing = None; // dropping a Player stops it
+                continue;
+            }
+            Cmd::Say(text, wav) => (text, wav),
+        };
+        let stale = queued.fetch_sub(1, Ordering::SeqCst) > 1;
+        if stale && wav.is_none() {
+            continue; // a newer sentence is waiting: this one would be cut off at once
+        }
+        let path = wav.as_deref().unwrap_or(&scratch);
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let bytes = match render(&text, path) {
+            Ok(b) => b,
+            Err(e) => {
+                if !warned_tts {
+                    tracing::warn!("no voice ({e}); narration is printed only");
+                    warned_tts = true;
+                }
+                continue;
+            }
+        };
+        if wav.is_none() {
+            let _ = std::fs::remove_file(&scratch);
+        }
+        if stale || !speak {
+            continue;
+        }
+        if !tried_output {
+            tried_output = true;
+            match open_output() {
+                Ok(o) => output = Some(o),
+                Err(e) => tracing::warn!("no audio output ({e}); narration is printed only"),
+            }
+        }
+        let Some(out) = &output else { continue };
+        playing = None;
+        match rodio::Decoder::new(Cursor::new(bytes)) {
+            Ok(source) => {
+                use rodio::Source;
+                let len = source.total_duration().unwrap_or(LAST_WORDS);
+                let player = rodio::Player::connect_new(out.mixer());
+                player.append(source);
+                playing = Some((player, Instant::now(), len));
+            }
+            Err(e) => tracing::warn!("voice: cannot decode espeak-ng's output: {e}"),
+        }
+    }
+    // The run is over: let the last sentence finish, bounded by its own length.
+    if let Some((player, started, len)) = playing {
+        let until = started + len.min(LAST_WORDS) + Duration::from_millis(300);
+        while !player.empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Render `text` to a WAV file at `path` with espeak-ng and return its bytes.
+fn render(text: &str, path: &Path) -> anyhow::Result<Vec<u8>> {
+    let st = Command::new("espeak-ng")
+        .arg("-w")
+        .arg(path)
+        .arg("--")
+        .arg(text)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| anyhow::anyhow!("espeak-ng: {e}"))?;
+    anyhow::ensure!(st.success(), "espeak-ng exited with {st}");
+    Ok(std::fs::read(path)?)
+}
+
+/// Open the default output (through ALSA, which routes to PulseAudio where it runs). cpal reports
+/// harmless underrun bursts while a stream opens; they go to the debug log, at most one a second.
+fn open_output() -> anyhow::Result<rodio::MixerDeviceSink> {
+    let mut last: Option<Instant> = None;
+    let mut sink = rodio::DeviceSinkBuilder::from_default_device()?
+        .with_error_callback(move |e: rodio::CpalError| {
+            if last.is_none_or(|t| t.elapsed() > Duration::from_secs(1)) {
+                last = Some(Instant::now());
+                tracing::debug!("audio output: {e}");
+            }
+        })
+        .open_stream()?;
+    sink.log_on_drop(false);
+    Ok(sink)
 }

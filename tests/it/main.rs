@@ -2,6 +2,7 @@
 
 mod act;
 mod desktop;
+mod narration;
 mod perception;
 mod run;
 mod util;

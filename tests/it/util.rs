@@ -148,10 +148,17 @@ impl PrivateX {
         me
     }
 
-    /// Kill the X server (and the WM) now.
+    /// Kill the X server (and the WM) now: SIGTERM, so Xvfb removes its lock file and socket.
     pub fn kill(&mut self) {
         while let Some(mut c) = self.children.pop() {
-            let _ = c.kill();
+            if let Ok(pid) = i32::try_from(c.id()) {
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+            if !wait_for(Duration::from_secs(2), || {
+                matches!(c.try_wait(), Ok(Some(_)))
+            }) {
+                let _ = c.kill();
+            }
             let _ = c.wait();
         }
     }

@@ -37,6 +37,11 @@ const RUN_PKGS: &[&str] = &[
     "espeak-ng",
     "sox",
     "chromium",
+    // The virtual sound card: PulseAudio with null sinks; ALSA's `default` routed to it for cpal.
+    "pulseaudio",
+    "pulseaudio-utils",
+    "alsa-utils",
+    "libasound2-plugins",
 ];
 /// Packages to render the UI fixtures (headless Chromium and the fonts the pages name).
 const FIXTURE_PKGS: &[&str] = &["chromium", "fonts-dejavu-core", "fonts-liberation2"];
@@ -247,11 +252,75 @@ impl Rig {
                 .output()
                 .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("window id"))
         })?;
+        self.start_sound()?;
         eprintln!(
-            "xtask: virtual desktop {} (1920x1080, openbox) ready",
+            "xtask: virtual desktop {} (1920x1080, openbox) and sound card (PulseAudio, null sinks spk and micfeed) ready",
             self.display
         );
         Ok(self)
+    }
+
+    /// A private PulseAudio with two null sinks: `spk` (the default output; record `spk.monitor`
+    /// to hear what voxdesk says) and `micfeed` (its monitor is the default input: play a WAV into
+    /// `micfeed` to speak into the microphone). Its socket lives in this rig's runtime dir.
+    fn start_sound(&self) -> Result<()> {
+        let conf = self.runtime.path().join("pulse.pa");
+        std::fs::write(
+            &conf,
+            "load-module module-native-protocol-unix auth-anonymous=1\n\
+             load-module module-null-sink sink_name=spk rate=48000\n\
+             load-module module-null-sink sink_name=micfeed rate=48000\n\
+             set-default-sink spk\n\
+             set-default-source micfeed.monitor\n",
+        )?;
+        std::fs::create_dir_all(self.runtime.path().join("home"))?;
+        let pa = self
+            .cmd("pulseaudio")
+            .env("HOME", self.runtime.path().join("home"))
+            .args(["-n", "-F"])
+            .arg(&conf)
+            .args([
+                "--daemonize=no",
+                "--exit-idle-time=-1",
+                "--disallow-exit",
+                "--log-target=stderr",
+                "--log-level=error",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting pulseaudio (apt-get install pulseaudio)")?;
+        self.children.lock().unwrap().push(pa);
+        wait_until("PulseAudio", Duration::from_secs(10), || {
+            self.cmd("pactl")
+                .arg("info")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })?;
+        // An idle null sink stalls a new stream for ~1 s: keep one silent stream playing into each.
+        for sink in ["spk", "micfeed"] {
+            let zero = std::fs::File::open("/dev/zero")?;
+            let silence = self
+                .cmd("pacat")
+                .args([
+                    "--playback",
+                    "-d",
+                    sink,
+                    "--latency-msec=10",
+                    "--format=s16le",
+                    "--rate=48000",
+                    "--channels=2",
+                ])
+                .stdin(zero)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("starting pacat (apt-get install pulseaudio-utils)")?;
+            self.children.lock().unwrap().push(silence);
+        }
+        Ok(())
     }
 
     /// A command that runs inside this desktop only.
@@ -259,6 +328,14 @@ impl Rig {
         let mut c = Command::new(program);
         c.env("DISPLAY", &self.display)
             .env("XDG_RUNTIME_DIR", self.runtime.path())
+            .env(
+                "PULSE_SERVER",
+                format!(
+                    "unix:{}",
+                    self.runtime.path().join("pulse/native").display()
+                ),
+            )
+            .env("PULSE_RUNTIME_PATH", self.runtime.path().join("pulse"))
             .env("VOXDESK_RIG", "1")
             .env("OMP_THREAD_LIMIT", "1")
             .env_remove("WAYLAND_DISPLAY")
@@ -269,8 +346,16 @@ impl Rig {
 
 fn kill_all(children: &Mutex<Vec<Child>>) {
     let mut v = children.lock().unwrap_or_else(|p| p.into_inner());
-    // Reverse order: the window manager before the X server.
+    // Reverse order: the sound card and window manager before the X server. SIGTERM first so
+    // Xvfb removes its lock file and socket; SIGKILL whatever is still there after a second.
     while let Some(mut c) = v.pop() {
+        if let Ok(pid) = i32::try_from(c.id()) {
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(1) && matches!(c.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let _ = c.kill();
         let _ = c.wait();
     }
