@@ -497,7 +497,7 @@ pub fn loop_(runs: usize) -> Result<String> {
             wav_dir: None,
             sessions_root: root.clone(),
         };
-        let task = "click 8, click +, click 5, press Return";
+        let task = "click 7, click +, click 5, click =";
         let mut e2e = Vec::new();
         let mut per_step = Vec::new();
         for _ in 0..runs.max(3) {

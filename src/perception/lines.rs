@@ -57,7 +57,13 @@ pub fn find_lines(rgba: &[u8], width: u32, height: u32, region: Rect) -> Vec<Lin
         return Vec::new();
     }
     let blobs = edge_blobs(rgba, width as usize, region);
+    let specks: Vec<Blob> = blobs
+        .iter()
+        .filter(|b| b.h() < MIN_SEED_HEIGHT)
+        .copied()
+        .collect();
     let mut lines = group_blobs(blobs);
+    lines.extend(flat_glyphs(&specks, &lines));
     for l in &mut lines {
         l.text_h = core_height(rgba, width as usize, &l.rect).unwrap_or(l.text_h);
     }
@@ -126,6 +132,70 @@ fn erase_vertical_rules(mask: &mut [bool], w: usize, h: usize) {
             }
         }
     }
+}
+
+/// Specks this close (capture pixels, horizontally and vertically) are one flat glyph.
+const SPECK_GAP: i32 = 4;
+
+/// Glyphs made only of flat strokes ("=", "÷" in a small bitmap font) reach the column-jump
+/// mask as specks at the ends of each stroke and never seed a label. Stacked specks that
+/// cluster into a small glyph-sized box, away from every label, become a label of their own.
+fn flat_glyphs(specks: &[Blob], lines: &[LineBox]) -> Vec<LineBox> {
+    let near_label = |b: &Blob| {
+        lines.iter().any(|l| {
+            let m = (l.text_h / 2).max(2);
+            b.x1 > l.rect.x - m
+                && b.x0 < l.rect.right() + m
+                && b.y1 > l.rect.y - m
+                && b.y0 < l.rect.bottom() + m
+        })
+    };
+    let free: Vec<Blob> = specks.iter().filter(|b| !near_label(b)).copied().collect();
+    // Single-link clustering; specks are few once every label's are taken out.
+    let mut cluster: Vec<usize> = (0..free.len()).collect();
+    fn root(c: &mut [usize], mut i: usize) -> usize {
+        while c[i] != i {
+            c[i] = c[c[i]];
+            i = c[i];
+        }
+        i
+    }
+    let mut by_x: Vec<usize> = (0..free.len()).collect();
+    by_x.sort_by_key(|&i| free[i].x0);
+    for (k, &i) in by_x.iter().enumerate() {
+        for &j in &by_x[k + 1..] {
+            let (a, b) = (&free[i], &free[j]);
+            if b.x0 - a.x1 > 3 * SPECK_GAP {
+                break;
+            }
+            let dx = (b.x0 - a.x1).max(a.x0 - b.x1);
+            let dy = (b.y0 - a.y1).max(a.y0 - b.y1);
+            if dx <= SPECK_GAP && dy <= SPECK_GAP {
+                let (ri, rj) = (root(&mut cluster, i), root(&mut cluster, j));
+                cluster[ri.max(rj)] = ri.min(rj);
+            }
+        }
+    }
+    let mut boxes: std::collections::HashMap<usize, (Rect, usize)> = Default::default();
+    for i in 0..free.len() {
+        let r = root(&mut cluster, i);
+        let b = &free[i];
+        let e = boxes
+            .entry(r)
+            .or_insert((Rect::new(b.x0, b.y0, b.w(), b.h()), 0));
+        e.0 = e.0.union(&Rect::new(b.x0, b.y0, b.w(), b.h()));
+        e.1 += 1;
+    }
+    let mut out: Vec<LineBox> = boxes
+        .into_values()
+        .filter(|(r, n)| *n >= 2 && (3..=16).contains(&r.h) && (4..=24).contains(&r.w))
+        .map(|(rect, _)| LineBox {
+            rect,
+            text_h: rect.h,
+        })
+        .collect();
+    out.sort_by_key(|l| (l.rect.y, l.rect.x));
+    out
 }
 
 /// Radius of a widget's rounded corner (at scale 2) that is cleared with its rule.
@@ -444,6 +514,28 @@ mod tests {
     /// A word of `n` 6x10 glyphs with 2 px letter gaps starting at x.
     fn word(x: i32, y: i32, n: i32) -> Vec<Rect> {
         (0..n).map(|i| Rect::new(x + i * 8, y, 6, 10)).collect()
+    }
+
+    #[test]
+    fn flat_stroke_glyphs_alone_become_labels() {
+        let bg = [255, 255, 255];
+        let fg = [0, 0, 0];
+        let full = |px: &[u8]| find_lines(px, 200, 100, Rect::new(0, 0, 200, 100));
+        // A bitmap "=": two 6x1 bars, two rows apart, alone on a key.
+        let eq = [Rect::new(100, 50, 6, 1), Rect::new(100, 53, 6, 1)];
+        let lines = full(&canvas(200, 100, &eq, bg, fg));
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0]
+            .rect
+            .contains(crate::geometry::Rect::new(101, 50, 4, 4).centre()));
+        // A lone "-" (one bar) is too flat to tell from a rule's ends: no label.
+        let minus = [Rect::new(100, 50, 6, 1)];
+        assert!(full(&canvas(200, 100, &minus, bg, fg)).is_empty());
+        // Next to a word, the bars are that label's business, not a label of their own.
+        let mut g = word(60, 46, 4);
+        g.extend(eq);
+        let lines = full(&canvas(200, 100, &g, bg, fg));
+        assert_eq!(lines.len(), 1, "{lines:?}");
     }
 
     #[test]

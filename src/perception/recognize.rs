@@ -127,12 +127,20 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
     });
     let scale = (TARGET_TEXT_H / line.text_h.max(1) as f64).clamp(1.0, MAX_UPSCALE);
     let gray = if scale > 1.01 {
-        imageops::resize(
+        let up = imageops::resize(
             &gray,
             (cw as f64 * scale).round() as u32,
             (ch as f64 * scale).round() as u32,
             imageops::FilterType::Triangle,
-        )
+        );
+        if is_bitmap_text(&hist, top) {
+            // An old bitmap font (xcalc, xterm's "fixed") upscaled stays blocky, and Tesseract,
+            // trained on smooth type, misreads it ("7" as "?", "e" as "="). Soften it into
+            // the anti-aliased shapes it knows.
+            imageops::blur(&up, (BITMAP_BLUR * scale) as f32)
+        } else {
+            up
+        }
     } else {
         gray
     };
@@ -154,6 +162,18 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         scale,
         border: (bx, by),
     }
+}
+
+/// Blur, in multiples of the upscale factor, that turns an upscaled bitmap font smooth.
+const BITMAP_BLUR: f64 = 0.3;
+
+/// Is the ink in this crop unsmoothed (a bitmap font: pixels are background or full ink, with
+/// almost nothing in between)? `hist` is the histogram of distances from the background.
+fn is_bitmap_text(hist: &[u32; 256], top: u32) -> bool {
+    let top = top as usize;
+    let ink: u32 = hist[(top * 4 / 5).min(255)..].iter().sum();
+    let between: u32 = hist[(top / 5).max(16)..(top * 4 / 5).min(255)].iter().sum();
+    ink >= 8 && between * 10 < ink
 }
 
 /// Flood from the crop's edge over pixels of the edge's dominant colour (when that is not the

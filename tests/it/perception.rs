@@ -216,3 +216,44 @@ fn incremental_pass_matches_a_full_pass_and_keeps_ids() {
             .all(|t| old_ids.contains(&t.id)));
     }
 }
+
+/// xcalc's keypad is a 6 px bitmap font with flat-stroke keys ("=", "+"): every digit and the
+/// operators the calculator task needs are found, each once, in the keypad's grid.
+#[test]
+fn a_bitmap_font_keypad_is_read_key_by_key() {
+    let img = load_image(&fixture("xcalc.real.png")).unwrap();
+    let mut p = Perceiver::new(2).unwrap();
+    let r = p
+        .perceive(img.as_raw(), img.width(), img.height(), true)
+        .unwrap();
+    let centre = |text: &str| -> (i32, i32) {
+        let hits: Vec<_> = r.targets.iter().filter(|t| t.text == text).collect();
+        // "0" is on the display too: the key is the lowest one.
+        let t = hits
+            .iter()
+            .max_by_key(|t| t.rect.y)
+            .unwrap_or_else(|| panic!("{text:?} not found"));
+        assert!(
+            text == "0" || hits.len() == 1,
+            "{text:?} found {} times",
+            hits.len()
+        );
+        (t.rect.x + t.rect.w / 2, t.rect.y + t.rect.h / 2)
+    };
+    let near = |a: i32, b: i32| (a - b).abs() <= 6;
+    let (seven, four, one, zero) = (centre("7"), centre("4"), centre("1"), centre("0"));
+    assert!(near(seven.0, four.0) && near(four.0, one.0) && near(one.0, zero.0));
+    assert!(seven.1 < four.1 && four.1 < one.1 && one.1 < zero.1);
+    let (plus, equals) = (centre("+"), centre("="));
+    assert!(
+        near(plus.0, equals.0),
+        "+ {plus:?} and = {equals:?} share a column"
+    );
+    assert!(
+        near(equals.1, zero.1) && near(plus.1, one.1),
+        "rows: = with 0, + with 1"
+    );
+    for d in ["2", "3", "5", "6", "8", "9"] {
+        centre(d);
+    }
+}

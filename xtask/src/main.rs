@@ -473,30 +473,33 @@ fn demo() -> Result<()> {
         .args(["act", "--mode", "observe", &click])
         .status();
     // The loop with the offline planner: a calculator task, narrated, recorded, verified.
-    // The display shows the 5 pressed above; add 8 to it. (xcalc's 6 px bitmap "7" and "=" are
-    // beyond the OCR today, so the task presses Return; `wait for 13` is the verification.)
-    let task = "click +, click 8, press Return, wait for 13";
-    let wav_dir = out.join("narration");
-    let _ = std::fs::remove_dir_all(&wav_dir);
+    // "AC" first clears the 5 pressed above, so the display goes 7, 7+5, 12.
+    let task = "click AC, click 7, click +, click 5, click =, wait for 12";
     let data = out.join("data");
+    let narration = out.join("narration.wav");
+    // What the speaker played, recorded off the virtual sound card's monitor.
+    let mut speaker = rig
+        .cmd("parecord")
+        .args(["-d", "spk.monitor", "--file-format=wav"])
+        .arg(&narration)
+        .spawn()
+        .context("starting parecord (apt-get install pulseaudio-utils)")?;
+    std::thread::sleep(Duration::from_millis(200));
     println!("\n$ voxdesk run --provider local --mode auto {task:?}");
     let t = std::time::Instant::now();
     let st = rig
         .cmd(bin.to_str().unwrap())
         .env("VOXDESK_ALLOW_APPS", "XCalc")
         .env("XDG_DATA_HOME", &data)
-        .args([
-            "run",
-            "--provider",
-            "local",
-            "--mode",
-            "auto",
-            "--quiet",
-            "--narration-wav",
-        ])
-        .arg(&wav_dir)
+        .args(["run", "--provider", "local", "--mode", "auto"])
         .arg(task)
         .status()?;
+    std::thread::sleep(Duration::from_millis(300));
+    if let Ok(pid) = i32::try_from(speaker.id()) {
+        // SIGINT: parecord writes the WAV header's lengths and exits.
+        unsafe { libc::kill(pid, libc::SIGINT) };
+    }
+    let _ = speaker.wait();
     println!("(task took {:.1} s, exit {st})", t.elapsed().as_secs_f64());
     let after = out.join("after.png");
     run(rig
@@ -518,14 +521,18 @@ fn demo() -> Result<()> {
             .stdout(Stdio::null())
             .status();
     }
-    // One WAV of everything that was said.
-    let mut wavs: Vec<PathBuf> = std::fs::read_dir(&wav_dir)
-        .map(|rd| rd.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    wavs.sort();
-    let narration = out.join("narration.wav");
-    if !wavs.is_empty() {
-        let _ = Command::new("sox").args(&wavs).arg(&narration).status();
+    if let Ok(o) = Command::new("sox")
+        .arg(&narration)
+        .args(["-n", "stats"])
+        .output()
+    {
+        let stats = String::from_utf8_lossy(&o.stderr);
+        for l in stats
+            .lines()
+            .filter(|l| l.starts_with("RMS lev dB") || l.starts_with("Length s"))
+        {
+            println!("narration.wav {l}");
+        }
     }
     println!(
         "\nannotated picture (what the model sees): {}\nobservation JSON: {}\nafter the task: {}\nnarration: {}\nsession: {}\nreport: {}",
@@ -535,6 +542,10 @@ fn demo() -> Result<()> {
         narration.display(),
         newest.map(|d| d.display().to_string()).unwrap_or_default(),
         report.map(|r| r.display().to_string()).unwrap_or_default()
+    );
+    anyhow::ensure!(
+        st.success(),
+        "the calculator task did not finish ({st}): the report above shows where it stopped"
     );
     Ok(())
 }
