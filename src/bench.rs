@@ -502,6 +502,7 @@ pub fn loop_(runs: usize) -> Result<String> {
         let mut per_step = Vec::new();
         for _ in 0..runs.max(3) {
             let mut agent = Agent::new(&settings, &opts(task))?;
+            agent.narrator = crate::narrate::Narrator::silent();
             let t = Instant::now();
             let r = agent.run(task, 20)?;
             e2e.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -539,6 +540,7 @@ pub fn loop_(runs: usize) -> Result<String> {
         };
         let start = rss();
         let mut agent = Agent::new(&settings, &opts(&half))?;
+        agent.narrator = crate::narrate::Narrator::silent();
         let r1 = agent.run(&half, 60)?;
         let mid = rss();
         let r2 = agent.run(&half, 60)?;

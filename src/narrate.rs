@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 const LAST_WORDS: Duration = Duration::from_secs(15);
 
 pub struct Narrator {
+    /// Print each sentence to stdout (off only for benchmarks).
+    print: bool,
     voice: Option<Voice>,
     count: usize,
     /// Everything said, in order.
@@ -43,7 +45,18 @@ impl Narrator {
             Voice::start(!quiet, wav_dir)
         };
         Narrator {
+            print: true,
             voice,
+            count: 0,
+            transcript: Vec::new(),
+        }
+    }
+
+    /// Keeps the transcript only: no printing, no voice (benchmarks).
+    pub fn silent() -> Narrator {
+        Narrator {
+            print: false,
+            voice: None,
             count: 0,
             transcript: Vec::new(),
         }
@@ -51,7 +64,9 @@ impl Narrator {
 
     /// Print and speak `text`. Returns at once; a previous utterance still playing is cut off.
     pub fn say(&mut self, text: &str) {
-        println!("🗣  {text}");
+        if self.print {
+            println!("🗣  {text}");
+        }
         self.transcript.push(text.to_string());
         self.count += 1;
         if let Some(v) = &self.voice {
