@@ -51,10 +51,15 @@ fn the_calculator_task_verifies_and_every_record_written_parses() {
     let d: &str = &rig;
     let _calc = calc(d);
     let data = tempfile::tempdir().unwrap();
-    let mut child = run_cmd(d, data.path(), "click 8, click +, click 5")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // The task, then `wait for 12`: the answer must appear on the display.
+    let mut child = run_cmd(
+        d,
+        data.path(),
+        "click 7, click +, click 5, click =, wait for 12",
+    )
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
     // Read session.json as often as possible while it is being rewritten: every read must parse.
     let mut reads = 0;
     while child.try_wait().unwrap().is_none() {
@@ -74,7 +79,7 @@ fn the_calculator_task_verifies_and_every_record_written_parses() {
     assert!(o.status.success(), "{out}");
     assert!(reads > 5, "only {reads} reads");
     assert!(
-        out.contains("Clicking 8.") && out.contains("Done:"),
+        out.contains("Clicking 7.") && out.contains("Done: \"12\" appeared."),
         "narration: {out}"
     );
     let dir = only_session(data.path());
@@ -83,7 +88,7 @@ fn the_calculator_task_verifies_and_every_record_written_parses() {
     assert_eq!(r["provider"], "local");
     assert_eq!(r["prompt_version"], "tools.v1+packet.v1");
     let steps = r["steps"].as_array().unwrap();
-    assert_eq!(steps.len(), 3);
+    assert_eq!(steps.len(), 5);
     assert!(
         steps.iter().all(|s| s["verification"] == "verified"),
         "{steps:?}"
@@ -105,7 +110,7 @@ fn the_calculator_task_verifies_and_every_record_written_parses() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let html = dir.join("report.html");
     let text = std::fs::read_to_string(&html).unwrap();
-    assert_eq!(text.matches("badge verified").count(), 3);
+    assert_eq!(text.matches("badge verified").count(), 5);
     assert!(text.contains("class=\"dot\""), "click points marked");
     let shot = data.path().join("report.png");
     let profile = tempfile::tempdir().unwrap();
