@@ -101,6 +101,96 @@ pub struct Batch {
     pub expect: Expect,
 }
 
+impl Batch {
+    /// The batch as the `act` tool's arguments: what a model would send for it, and what
+    /// `batch_from_value` parses back to the same batch.
+    pub fn to_value(&self) -> Value {
+        let mut o = Map::new();
+        if let Some(id) = &self.observation_id {
+            o.insert("observation_id".into(), Value::from(id.as_str()));
+        }
+        o.insert(
+            "actions".into(),
+            Value::Array(self.actions.iter().map(Action::to_value).collect()),
+        );
+        let e = &self.expect;
+        if e.changes || !e.appears.is_empty() || !e.disappears.is_empty() {
+            let mut x = Map::new();
+            if !e.appears.is_empty() {
+                x.insert("appears".into(), Value::from(e.appears.clone()));
+            }
+            if !e.disappears.is_empty() {
+                x.insert("disappears".into(), Value::from(e.disappears.clone()));
+            }
+            if e.changes {
+                x.insert("changes".into(), Value::Bool(true));
+            }
+            o.insert("expect".into(), Value::Object(x));
+        }
+        Value::Object(o)
+    }
+}
+
+impl Action {
+    /// One entry of the `act` tool's `actions`.
+    pub fn to_value(&self) -> Value {
+        let mut o = Map::new();
+        o.insert("action".into(), Value::from(self.name()));
+        fn put_pos(o: &mut Map<String, Value>, p: &Pos) {
+            match p {
+                Pos::Target(id) => {
+                    o.insert("target".into(), Value::from(*id));
+                }
+                Pos::Point { x, y } => {
+                    o.insert("x".into(), Value::from(*x));
+                    o.insert("y".into(), Value::from(*y));
+                }
+            }
+        }
+        let pos_obj = |p: &Pos| {
+            let mut m = Map::new();
+            put_pos(&mut m, p);
+            Value::Object(m)
+        };
+        match self {
+            Action::Click { at } | Action::DoubleClick { at } | Action::RightClick { at } => {
+                put_pos(&mut o, at)
+            }
+            Action::Type { text } => {
+                o.insert("text".into(), Value::from(text.as_str()));
+            }
+            Action::Key { combo } => {
+                o.insert("combo".into(), Value::from(combo.to_string()));
+            }
+            Action::Scroll {
+                direction,
+                amount,
+                at,
+            } => {
+                let d = match direction {
+                    Direction::Up => "up",
+                    Direction::Down => "down",
+                    Direction::Left => "left",
+                    Direction::Right => "right",
+                };
+                o.insert("direction".into(), Value::from(d));
+                o.insert("amount".into(), Value::from(*amount));
+                if let Some(at) = at {
+                    put_pos(&mut o, at);
+                }
+            }
+            Action::Drag { from, to } => {
+                o.insert("from".into(), pos_obj(from));
+                o.insert("to".into(), pos_obj(to));
+            }
+            Action::Wait { ms } => {
+                o.insert("ms".into(), Value::from(*ms));
+            }
+        }
+        Value::Object(o)
+    }
+}
+
 /// Why a batch could not be parsed. `action` is 1-based, as a person counts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParseError {
@@ -495,6 +585,35 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
+    fn to_value_is_what_parses_back_to_the_same_batch() {
+        let text = r#"{"observation_id":"obs-1","actions":[
+                {"action":"click","target":12},
+                {"action":"double_click","x":100.5,"y":20},
+                {"action":"type","text":"hello \"world\""},
+                {"action":"key","combo":"Ctrl+Shift+S"},
+                {"action":"scroll","direction":"left","amount":3,"target":4},
+                {"action":"scroll","direction":"up","amount":1},
+                {"action":"drag","from":{"target":1},"to":{"x":5,"y":6}},
+                {"action":"wait","ms":500},
+                {"action":"right_click","target":2}],
+              "expect":{"appears":["Saved","Done"],"disappears":"Save as","changes":true}}"#;
+        let b = parse_batch(text).unwrap();
+        let v = b.to_value();
+        assert_eq!(batch_from_value(&v).unwrap(), b);
+        assert_eq!(v["actions"][3]["combo"], "ctrl+shift+s");
+        assert_eq!(
+            v["actions"][0],
+            serde_json::json!({"action":"click","target":12})
+        );
+        // Nothing expected: no `expect` key at all.
+        let b = parse_batch(r#"{"actions":[{"action":"wait","ms":1}]}"#).unwrap();
+        assert_eq!(
+            b.to_value(),
+            serde_json::json!({"actions":[{"action":"wait","ms":1}]})
+        );
+    }
+
+    #[test]
     fn a_full_batch_parses() {
         let b = parse_batch(
             r#"{"observation_id":"obs-1","actions":[
@@ -669,7 +788,10 @@ mod tests {
         #[test]
         fn arbitrary_json_never_panics(v in json_value()) {
             match batch_from_value(&v) {
-                Ok(b) => prop_assert!(!b.actions.is_empty()),
+                Ok(b) => {
+                    prop_assert!(!b.actions.is_empty());
+                    prop_assert_eq!(batch_from_value(&b.to_value()).unwrap(), b);
+                }
                 Err(e) => prop_assert!(!e.to_string().is_empty()),
             }
         }

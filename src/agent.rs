@@ -69,6 +69,8 @@ pub struct Agent<'a> {
     transcript: Vec<String>,
     /// Click points of the step being recorded, in model-picture pixels.
     last_points: Vec<[f64; 2]>,
+    /// What the current step's plan was, in words ("Clicking 7"), for its record.
+    last_plan: String,
     writers: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -110,6 +112,7 @@ impl<'a> Agent<'a> {
             seq: 0,
             transcript: Vec::new(),
             last_points: Vec::new(),
+            last_plan: String::new(),
             writers: Vec::new(),
         })
     }
@@ -330,6 +333,7 @@ impl<'a> Agent<'a> {
             };
             let plan_ms = t_plan.elapsed().as_secs_f64() * 1000.0;
             self.narrator.say(&format!("{said}."));
+            self.last_plan = said.clone();
             // Act.
             self.go(State::Act, &said);
             let batch = Batch {
@@ -337,7 +341,7 @@ impl<'a> Agent<'a> {
                 actions,
                 expect: expect.clone(),
             };
-            let actions_json = batch_json(&batch);
+            let actions_json = batch.to_value();
             let mapping = obs.mapping;
             let screen = Screen {
                 observation_id: &obs.id,
@@ -598,6 +602,8 @@ impl<'a> Agent<'a> {
             Verdict::Unverified => String::new(),
         };
         let index = self.recorder.record.steps.len() + 1;
+        let click_points = std::mem::take(&mut self.last_points);
+        let (picture, focus) = focus_of(obs, &click_points);
         let _ = self.recorder.push_step(StepRecord {
             index,
             observation_id: obs.id.clone(),
@@ -608,7 +614,10 @@ impl<'a> Agent<'a> {
             timings_ms: times,
             screenshot: shot,
             verify_screenshot: vshot,
-            click_points: std::mem::take(&mut self.last_points),
+            click_points,
+            plan: std::mem::take(&mut self.last_plan),
+            picture: Some(picture),
+            focus,
         });
     }
 
@@ -622,11 +631,21 @@ impl<'a> Agent<'a> {
     }
 }
 
-fn batch_json(b: &Batch) -> serde_json::Value {
-    serde_json::Value::Array(
-        b.actions
-            .iter()
-            .map(|a| serde_json::json!({"action": a.name(), "detail": format!("{a:?}")}))
-            .collect(),
-    )
+/// The model picture's size and the part of it a person reviewing the step wants to see: every
+/// target and click point, with a margin (`None` when there is nothing on screen).
+fn focus_of(obs: &Observation, clicks: &[[f64; 2]]) -> ([f64; 2], Option<[f64; 4]>) {
+    let m = &obs.mapping;
+    let pic = crate::geometry::Rect::new(0, 0, m.image_w as i32, m.image_h as i32);
+    let mut r: Option<crate::geometry::Rect> = None;
+    let mut add = |x: crate::geometry::Rect| r = Some(r.map_or(x, |u| u.union(&x)));
+    for t in &obs.perception.targets {
+        add(m.capture_rect_to_image(&t.rect));
+    }
+    for p in clicks {
+        add(crate::geometry::Rect::new(p[0] as i32, p[1] as i32, 1, 1));
+    }
+    let focus = r
+        .map(|r| r.expand_within(24, &pic))
+        .map(|r| [r.x as f64, r.y as f64, r.w as f64, r.h as f64]);
+    ([m.image_w as f64, m.image_h as f64], focus)
 }

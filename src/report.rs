@@ -36,7 +36,7 @@ body{{font-family:sans-serif;margin:24px;background:#f6f7f9;color:#1f2328}} h1{{
 .meta{{color:#555;margin-bottom:16px}} .step{{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:12px;margin:12px 0}}
 .badge{{display:inline-block;padding:2px 10px;border-radius:10px;color:#fff;font-weight:600}}
 .verified{{background:#16a34a}} .failed{{background:#dc2626}} .unverified{{background:#6b7280}}
-.shots{{display:flex;gap:12px;flex-wrap:wrap}} .shot{{position:relative}} .shot img{{max-width:640px;border:1px solid #ccc}}
+.shots{{display:flex;gap:12px;flex-wrap:wrap}} .shot{{position:relative;border:1px solid #ccc}}
 .dot{{position:absolute;width:14px;height:14px;margin:-7px 0 0 -7px;border:3px solid #ff0;border-radius:50%;box-shadow:0 0 0 2px #000}}
 .bar{{display:flex;height:14px;width:640px;border-radius:3px;overflow:hidden;margin:6px 0}} .bar div{{height:100%}}
 .capture{{background:#60a5fa}} .ocr{{background:#a78bfa}} .plan{{background:#f59e0b}} .act{{background:#ef4444}} .settle{{background:#10b981}} .verify{{background:#6b7280}}
@@ -68,8 +68,9 @@ fn total(s: &StepRecord) -> f64 {
 fn step(h: &mut String, dir: &Path, s: &StepRecord, slowest: f64) {
     let _ = write!(
         h,
-        r#"<div class="step"><b>Step {}</b> <span class="badge {v}">{v}</span> rails: <code>{}</code> — {}<br><code>{}</code>"#,
+        r#"<div class="step"><b>Step {}: {}</b> <span class="badge {v}">{v}</span> rails: <code>{}</code> — {}<br><code>{}</code>"#,
         s.index,
+        esc(&s.plan),
         esc(&s.rails),
         esc(&s.detail),
         esc(&s.actions.to_string()),
@@ -92,19 +93,19 @@ fn step(h: &mut String, dir: &Path, s: &StepRecord, slowest: f64) {
         );
     }
     let _ = write!(h, "</div><small>{:.0} ms: capture {:.0} · ocr {:.0} · plan {:.0} · act {:.0} · settle {:.0} · verify {:.0}</small><div class=\"shots\">", total(s), t.capture, t.ocr, t.plan, t.act, t.settle, t.verify);
+    let view = View::of(s);
     if let Some(src) = embed(dir, &s.screenshot) {
         let _ = write!(
             h,
-            r#"<div class="shot"><img src="{src}" width="640" alt="before step {}">"#,
-            s.index
+            r#"<div class="shot" style="{}">{}"#,
+            view.frame(),
+            view.img(&src, &format!("before step {}", s.index))
         );
-        // Click points are stored in model-picture pixels (1280 wide); the image is shown at 640.
         for p in &s.click_points {
+            let (x, y) = view.point(p);
             let _ = write!(
                 h,
-                r#"<div class="dot" style="left:{:.1}px;top:{:.1}px"></div>"#,
-                p[0] / 2.0,
-                p[1] / 2.0
+                r#"<div class="dot" style="left:{x:.1}px;top:{y:.1}px"></div>"#
             );
         }
         h.push_str("</div>");
@@ -112,11 +113,76 @@ fn step(h: &mut String, dir: &Path, s: &StepRecord, slowest: f64) {
     if let Some(src) = embed(dir, &s.verify_screenshot) {
         let _ = write!(
             h,
-            r#"<div class="shot"><img src="{src}" width="640" alt="after step {}"></div>"#,
-            s.index
+            r#"<div class="shot" style="{}">{}</div>"#,
+            view.frame(),
+            view.img(&src, &format!("after step {}", s.index))
         );
     }
     h.push_str("</div></div>\n");
+}
+
+/// How a step's pictures are shown: zoomed to the step's focus (the targets and clicks) when
+/// that is a small part of the screen, else whole; always SHOT_W pixels wide.
+struct View {
+    /// The picture region shown, in model-picture pixels.
+    x: f64,
+    y: f64,
+    w: f64,
+    h: f64,
+    /// The picture's full width.
+    pic_w: f64,
+}
+
+const SHOT_W: f64 = 640.0;
+
+impl View {
+    fn of(s: &StepRecord) -> View {
+        let [pw, ph] = s.picture.unwrap_or([1280.0, 720.0]);
+        match s.focus {
+            // Zoom only when it shows something a lot larger, and at most 2x.
+            Some([x, y, w, h]) if w > 0.0 && h > 0.0 && w * h < 0.5 * pw * ph => {
+                // At least half the picture wide, centred on the focus, inside the picture.
+                let (cx, w) = (x + w / 2.0, w.max(pw / 2.0).min(pw));
+                View {
+                    x: (cx - w / 2.0).clamp(0.0, pw - w),
+                    y,
+                    w,
+                    h: h.min(ph - y),
+                    pic_w: pw,
+                }
+            }
+            _ => View {
+                x: 0.0,
+                y: 0.0,
+                w: pw,
+                h: ph,
+                pic_w: pw,
+            },
+        }
+    }
+    fn k(&self) -> f64 {
+        SHOT_W / self.w
+    }
+    fn frame(&self) -> String {
+        format!(
+            "width:{:.0}px;height:{:.0}px;overflow:hidden",
+            SHOT_W,
+            self.h * self.k()
+        )
+    }
+    fn img(&self, src: &str, alt: &str) -> String {
+        format!(
+            r#"<img src="{src}" alt="{}" style="position:absolute;left:{:.1}px;top:{:.1}px;width:{:.1}px;max-width:none">"#,
+            esc(alt),
+            0.0 - self.x * self.k(),
+            0.0 - self.y * self.k(),
+            self.pic_w * self.k()
+        )
+    }
+    /// A model-picture point on the shown image.
+    fn point(&self, p: &[f64; 2]) -> (f64, f64) {
+        ((p[0] - self.x) * self.k(), (p[1] - self.y) * self.k())
+    }
 }
 
 #[cfg(test)]
@@ -157,14 +223,57 @@ mod tests {
             screenshot: Some("step-001.png".into()),
             verify_screenshot: None,
             click_points: vec![[640.0, 360.0]],
+            plan: "Clicking <Save>".into(),
+            picture: Some([1280.0, 720.0]),
+            focus: None,
         })
         .unwrap();
         r.finish(Status::Done, "done").unwrap();
         let html = render(&r.dir, &r.record);
         assert!(html.contains("data:image/png;base64,"));
         assert!(html.contains(r#"class="dot" style="left:320.0px;top:180.0px""#));
+        assert!(html.contains("Clicking &lt;Save&gt;"));
         assert!(html.contains("badge verified"));
         assert!(html.contains("click &lt;b&gt;Save&lt;/b&gt;") && !html.contains("<b>Save</b>"));
         assert!(html.contains("verified 100%"));
+    }
+
+    #[test]
+    fn a_small_focus_is_zoomed_into_and_clicks_follow() {
+        let mut s = StepRecord {
+            index: 1,
+            observation_id: "o1".into(),
+            actions: serde_json::json!([]),
+            rails: String::new(),
+            verification: "verified".into(),
+            detail: String::new(),
+            timings_ms: PhaseTimes::default(),
+            screenshot: None,
+            verify_screenshot: None,
+            click_points: vec![],
+            plan: String::new(),
+            picture: Some([1280.0, 720.0]),
+            // A calculator window: 200x300 at (100, 50).
+            focus: Some([100.0, 50.0, 200.0, 300.0]),
+        };
+        // Shown at least half the picture wide (2x at most): 640 px of picture in 640 px,
+        // centred on the focus where the picture allows.
+        let v = View::of(&s);
+        assert_eq!((v.x, v.y, v.w, v.h), (0.0, 50.0, 640.0, 300.0));
+        assert_eq!(v.point(&[300.0, 200.0]), (300.0, 150.0));
+        assert!(v
+            .img("x", "a")
+            .contains("left:0.0px;top:-50.0px;width:1280.0px"));
+        s.focus = Some([600.0, 50.0, 200.0, 300.0]);
+        assert_eq!(View::of(&s).x, 380.0);
+        // Near the right edge, the view slides left to stay inside the picture.
+        s.focus = Some([1200.0, 0.0, 80.0, 80.0]);
+        let v = View::of(&s);
+        assert_eq!((v.x, v.w), (640.0, 640.0));
+        // Most of the screen: shown whole.
+        s.focus = Some([0.0, 0.0, 1200.0, 700.0]);
+        let v = View::of(&s);
+        assert_eq!((v.x, v.y, v.w, v.h), (0.0, 0.0, 1280.0, 720.0));
+        assert_eq!(v.point(&[640.0, 360.0]), (320.0, 180.0));
     }
 }

@@ -47,6 +47,15 @@ pub struct StepRecord {
     /// Where clicks landed, in model-picture pixels (for the report).
     #[serde(default)]
     pub click_points: Vec<[f64; 2]>,
+    /// The plan in words, as narrated ("Clicking Save").
+    #[serde(default)]
+    pub plan: String,
+    /// The model picture's size, and the part of it worth looking at (every target and click,
+    /// with a margin) as [x, y, w, h], both in model-picture pixels: the report zooms to it.
+    #[serde(default)]
+    pub picture: Option<[f64; 2]>,
+    #[serde(default)]
+    pub focus: Option<[f64; 4]>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -280,6 +289,9 @@ mod tests {
             screenshot: None,
             verify_screenshot: None,
             click_points: vec![],
+            plan: String::new(),
+            picture: None,
+            focus: None,
         }
     }
 
