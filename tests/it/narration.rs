@@ -1,4 +1,4 @@
-//! Narration through the real (virtual) sound card: what voxdesk says is heard on the speaker (recorded from `spk.monitor`), `--quiet` is silent, and a missing audio output leaves the task running, printed only.
+//! Narration through the real (virtual) sound card: what voxdesk says is heard on the speaker (recorded from `spk.monitor`), a new sentence cuts off a stale one, `--quiet` is silent, and a missing audio output leaves the task running, printed only.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -114,4 +114,97 @@ fn without_an_audio_output_the_task_runs_and_narration_is_printed() {
     assert!(out.contains("Clicking 5."), "{out}");
     assert!(err.contains("narration is printed only"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// 16-bit PCM samples of a WAV file (all channels interleaved) and its frames per second × channels.
+fn pcm16(path: &Path) -> (Vec<i16>, f64) {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(&b[0..4], b"RIFF", "{} is not a WAV", path.display());
+    let (mut i, mut rate, mut channels) = (12, 0u32, 0u16);
+    while i + 8 <= b.len() {
+        let id = &b[i..i + 4];
+        let len = u32::from_le_bytes(b[i + 4..i + 8].try_into().unwrap()) as usize;
+        let body = &b[i + 8..];
+        if id == b"fmt " {
+            channels = u16::from_le_bytes(body[2..4].try_into().unwrap());
+            rate = u32::from_le_bytes(body[4..8].try_into().unwrap());
+        } else if id == b"data" {
+            // Streamed WAVs may leave the length open: take what is there.
+            let data = &body[..len.min(body.len())];
+            let s = data
+                .chunks_exact(2)
+                .map(|c| i16::from_le_bytes([c[0], c[1]]))
+                .collect();
+            return (s, rate as f64 * channels as f64);
+        }
+        i += 8 + len + (len & 1);
+    }
+    panic!("no data chunk in {}", path.display());
+}
+
+/// Seconds of sound (10 ms windows louder than -40 dBFS) in a WAV.
+fn sounding_seconds(path: &Path) -> f64 {
+    let (s, per_s) = pcm16(path);
+    let win = (per_s / 100.0) as usize;
+    let loud = s
+        .chunks(win.max(1))
+        .filter(|w| {
+            let ms = w.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / w.len() as f64;
+            ms.sqrt() > 32768.0 * 0.01
+        })
+        .count();
+    loud as f64 / 100.0
+}
+
+#[test]
+fn a_new_sentence_cuts_off_the_stale_one_and_the_last_is_heard_whole() {
+    let Some(rig) = rig() else { return };
+    sound_card();
+    let d: &str = &rig;
+    let _calc = app(d, &["xcalc", "-geometry", "300x400+400+200"], "XCalc");
+    let dir = tempfile::tempdir().unwrap();
+    let (heard, said) = (dir.path().join("speaker.wav"), dir.path().join("said"));
+    let mut rec = Guard(
+        Command::new("parecord")
+            .args(["-d", "spk.monitor", "--file-format=wav"])
+            .arg(&heard)
+            .spawn()
+            .expect("parecord"),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    // Four quick steps: each sentence is overtaken by the next long before it ends.
+    let o = bin()
+        .env("DISPLAY", d)
+        .env("XDG_DATA_HOME", dir.path())
+        .env("VOXDESK_ALLOW_APPS", "XCalc")
+        .args(["run", "--mode", "auto", "--narration-wav"])
+        .arg(&said)
+        .arg("click 1, click 2, click 3, click 4")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    std::thread::sleep(Duration::from_millis(300));
+    sigint(rec.0.id());
+    let _ = rec.0.wait();
+    let mut parts: Vec<_> = std::fs::read_dir(&said)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    parts.sort();
+    assert_eq!(parts.len(), 9, "4 plans, 4 results, 1 summary: {parts:?}");
+    let full: f64 = parts.iter().map(|p| sounding_seconds(p)).sum();
+    let last = sounding_seconds(parts.last().unwrap());
+    let on_speaker = sounding_seconds(&heard);
+    eprintln!(
+        "said {full:.2} s in {} sentences, heard {on_speaker:.2} s, last {last:.2} s",
+        parts.len()
+    );
+    assert!(
+        on_speaker < 0.7 * full,
+        "{on_speaker:.2} s heard of {full:.2} s said: stale sentences were not cut"
+    );
+    assert!(
+        on_speaker >= last,
+        "{on_speaker:.2} s heard, but the last sentence alone is {last:.2} s"
+    );
 }
