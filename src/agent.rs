@@ -99,6 +99,7 @@ impl<'a> Agent<'a> {
             PROMPT_VERSION,
             &settings.rails.mode.to_string(),
         )?;
+        let narrator = Narrator::new(opts.quiet, opts.wav_dir.clone()).with_stop(latch.clone());
         Ok(Agent {
             settings,
             capturer: Capturer::new()?,
@@ -107,7 +108,7 @@ impl<'a> Agent<'a> {
             actuator,
             _watch: watch,
             recorder,
-            narrator: Narrator::new(opts.quiet, opts.wav_dir.clone()),
+            narrator,
             state: State::Observe,
             seq: 0,
             transcript: Vec::new(),

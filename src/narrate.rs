@@ -25,6 +25,8 @@ enum Cmd {
     Say(String, Option<PathBuf>),
     /// Stop playing now.
     Cut,
+    /// Cut as soon as this latch is set.
+    Watch(Arc<crate::actuator::StopLatch>),
 }
 
 /// The voice thread: the one owner of the audio output.
@@ -50,6 +52,17 @@ impl Narrator {
             count: 0,
             transcript: Vec::new(),
         }
+    }
+
+    /// Also stop playing the moment the emergency stop latches, even while the loop is busy
+    /// elsewhere (sentences said after it, such as "stopped", still play).
+    pub fn with_stop(mut self, latch: Arc<crate::actuator::StopLatch>) -> Narrator {
+        if let Some(v) = &mut self.voice {
+            if let Some(tx) = &v.tx {
+                let _ = tx.send(Cmd::Watch(latch));
+            }
+        }
+        self
     }
 
     /// Keeps the transcript only: no printing, no voice (benchmarks).
@@ -130,10 +143,27 @@ fn voice_thread(rx: mpsc::Receiver<Cmd>, queued: Arc<AtomicUsize>, speak: bool) 
     let mut warned_tts = false;
     let mut playing: Option<(rodio::Player, Instant, Duration)> = None;
     let scratch = std::env::temp_dir().join(format!("voxdesk-voice-{}.wav", std::process::id()));
-    while let Ok(cmd) = rx.recv() {
+    let mut latch: Option<Arc<crate::actuator::StopLatch>> = None;
+    loop {
+        // Poll the stop latch while waiting: the loop may be busy in OCR or an action.
+        let cmd = match rx.recv_timeout(Duration::from_millis(10)) {
+            Ok(c) => c,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if latch.as_ref().is_some_and(|l| l.is_stopped()) {
+                    latch = None; // once: later sentences (the stop itself) may play
+                    playing = None;
+                }
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
         let (text, wav) = match cmd {
             Cmd::Cut => {
                 playing = None; // dropping a Player stops it
+                continue;
+            }
+            Cmd::Watch(l) => {
+                latch = Some(l);
                 continue;
             }
             Cmd::Say(text, wav) => (text, wav),
