@@ -736,7 +736,7 @@ mod tests {
         let leaf = prop_oneof![
             Just(Value::Null),
             any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(|n| Value::from(n)),
+            any::<i64>().prop_map(Value::from),
             any::<f64>().prop_map(|f| serde_json::Number::from_f64(f)
                 .map(Value::Number)
                 .unwrap_or(Value::Null)),

@@ -384,7 +384,7 @@ pub fn act(runs: usize) -> Result<String> {
     let actuator = Actuator::start(latch.clone()).map_err(|e| anyhow::anyhow!(e))?;
     let taps = parse_batch(&format!(
         r#"{{"actions":[{}]}}"#,
-        vec![r#"{"action":"key","combo":"shift"}"#; 10].join(",")
+        [r#"{"action":"key","combo":"shift"}"#; 10].join(",")
     ))?;
     let shift_batch = |b: &crate::action::Batch| -> Result<rails::Approved> {
         let c = rails::check(b, &screen, &rails_cfg, &settings.stop.combo)

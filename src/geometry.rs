@@ -298,7 +298,8 @@ mod tests {
     use proptest::prelude::*;
 
     /// (scale, capture size, logical origin, logical size)
-    const MONITORS: &[(f64, (u32, u32), (i32, i32), (u32, u32))] = &[
+    type Monitor = (f64, (u32, u32), (i32, i32), (u32, u32));
+    const MONITORS: &[Monitor] = &[
         (1.0, (1920, 1080), (0, 0), (1920, 1080)),
         (1.5, (2880, 1620), (1920, 0), (1920, 1080)),
         (2.0, (3840, 2160), (-1920, 200), (1920, 1080)),

@@ -130,7 +130,7 @@ pub fn draw_targets(img: &mut RgbaImage, boxes: &[(u32, Rect)]) {
         let tw = digits.len() as i32 * 4 * s + s;
         let th = 5 * s + 2 * s;
         let tx = r.x.clamp(0, (img.width() as i32 - tw).max(0));
-        let ty = if r.y - th - 1 >= 0 {
+        let ty = if r.y - th > 0 {
             r.y - th - 1
         } else {
             r.bottom() + 1

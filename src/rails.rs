@@ -626,7 +626,7 @@ mod tests {
     fn table_of_refusals() {
         let many = format!(
             r#"{{"actions":[{}]}}"#,
-            vec![r#"{"action":"wait","ms":1}"#; 11].join(",")
+            [r#"{"action":"wait","ms":1}"#; 11].join(",")
         );
         let long = format!(
             r#"{{"actions":[{{"action":"type","text":"{}"}}]}}"#,

@@ -177,9 +177,8 @@ fn flat_glyphs(specks: &[Blob], lines: &[LineBox]) -> Vec<LineBox> {
         }
     }
     let mut boxes: std::collections::HashMap<usize, (Rect, usize)> = Default::default();
-    for i in 0..free.len() {
+    for (i, b) in free.iter().enumerate() {
         let r = root(&mut cluster, i);
-        let b = &free[i];
         let e = boxes
             .entry(r)
             .or_insert((Rect::new(b.x0, b.y0, b.w(), b.h()), 0));
@@ -284,9 +283,13 @@ fn edge_blobs(rgba: &[u8], width: usize, region: Rect) -> Vec<Blob> {
     let mut slot: Vec<u32> = vec![u32::MAX; runs.len()];
     let mut blobs: Vec<Blob> = Vec::new();
     for y in 0..rh {
-        for r in row_start[y]..row_start[y + 1] {
+        for (r, &(x0, x1)) in runs
+            .iter()
+            .enumerate()
+            .take(row_start[y + 1])
+            .skip(row_start[y])
+        {
             let root = find(&mut parent, r as u32) as usize;
-            let (x0, x1) = runs[r];
             let (x0, x1, yy) = (
                 x0 as i32 + rx as i32,
                 x1 as i32 + rx as i32,

@@ -72,8 +72,8 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
             let q = ((c[0] as u16 >> 3) << 10) | ((c[1] as u16 >> 3) << 5) | (c[2] as u16 >> 3);
             let e = hist_c.entry(q).or_insert((0, [0; 3]));
             e.0 += 1;
-            for k in 0..3 {
-                e.1[k] += c[k] as u32;
+            for (sum, v) in e.1.iter_mut().zip(c) {
+                *sum += v as u32;
             }
         }
     }
@@ -297,7 +297,7 @@ pub fn recognise(
         g.0 += strips[i].gray.width() as u64 * strips[i].gray.height() as u64;
         g.1.push(i);
     }
-    let results: Vec<Result<Vec<(usize, Vec<RawWord>)>, EngineError>> = std::thread::scope(|s| {
+    let results: Vec<WorkerResult> = std::thread::scope(|s| {
         let handles: Vec<_> = groups
             .iter()
             .enumerate()
@@ -332,6 +332,9 @@ pub fn recognise(
     }
     Ok((labels, todo.len()))
 }
+
+/// What one worker read: each strip's index and its words.
+type WorkerResult = Result<Vec<(usize, Vec<RawWord>)>, EngineError>;
 
 static DUMP_SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 

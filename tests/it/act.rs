@@ -72,27 +72,27 @@ fn display_value(display: &str) -> String {
 fn click_on_a_target_lands_and_refusals_move_nothing() {
     let Some(rig) = rig() else { return };
     let d: &str = &rig;
-    let _calc = app(&d, &["xcalc", "-geometry", "300x400+400+200"], "XCalc");
+    let _calc = app(d, &["xcalc", "-geometry", "300x400+400+200"], "XCalc");
     let env = [("VOXDESK_ALLOW_APPS", "XCalc")];
-    assert_eq!(display_value(&d), "0");
-    let v = look(&d);
+    assert_eq!(display_value(d), "0");
+    let v = look(d);
     let (x, y) = point_of(&v, "5", 500..560);
     let (code, rep, err) = act(
-        &d,
+        d,
         &env,
         &[],
         &format!(r#"{{"actions":[{{"action":"click","x":{x},"y":{y}}}]}}"#),
     );
     assert_eq!(code, Some(0), "{rep} {err}");
     assert_eq!(rep["actions"][0]["outcome"], "done");
-    assert_eq!(display_value(&d), "5", "xcalc reacted to the click");
+    assert_eq!(display_value(d), "5", "xcalc reacted to the click");
 
     // 21 actions: refused whole, nothing happens.
     let many = vec![format!(r#"{{"action":"click","x":{x},"y":{y}}}"#); 21].join(",");
-    let (code, rep, _) = act(&d, &env, &[], &format!(r#"{{"actions":[{many}]}}"#));
+    let (code, rep, _) = act(d, &env, &[], &format!(r#"{{"actions":[{many}]}}"#));
     assert_eq!(code, Some(3));
     assert_eq!(rep["refusal"]["rule"], "max-actions");
-    assert_eq!(display_value(&d), "5", "nothing ran");
+    assert_eq!(display_value(d), "5", "nothing ran");
 
     // A forbidden region: refused, and the pointer does not move.
     let dir = tempfile::tempdir().unwrap();
@@ -102,9 +102,9 @@ fn click_on_a_target_lands_and_refusals_move_nothing() {
         "[rails]\nforbidden_regions = [{x=400, y=480, w=300, h=120}]\n",
     )
     .unwrap();
-    xdotool(&d, &["mousemove", "50", "50"]);
+    xdotool(d, &["mousemove", "50", "50"]);
     let (code, rep, _) = act(
-        &d,
+        d,
         &env,
         &["--config", cfg.to_str().unwrap()],
         &format!(r#"{{"actions":[{{"action":"click","x":{x},"y":{y}}}]}}"#),
@@ -112,15 +112,15 @@ fn click_on_a_target_lands_and_refusals_move_nothing() {
     assert_eq!(code, Some(3), "{rep}");
     assert_eq!(rep["refusal"]["rule"], "forbidden-region");
     assert!(
-        xdotool(&d, &["getmouselocation"]).starts_with("x:50 y:50"),
+        xdotool(d, &["getmouselocation"]).starts_with("x:50 y:50"),
         "pointer moved: {}",
-        xdotool(&d, &["getmouselocation"])
+        xdotool(d, &["getmouselocation"])
     );
-    assert_eq!(display_value(&d), "5");
+    assert_eq!(display_value(d), "5");
 
     // Not on the allowlist.
     let (code, rep, _) = act(
-        &d,
+        d,
         &[("VOXDESK_ALLOW_APPS", "Firefox")],
         &[],
         &format!(r#"{{"actions":[{{"action":"click","x":{x},"y":{y}}}]}}"#),
@@ -131,7 +131,7 @@ fn click_on_a_target_lands_and_refusals_move_nothing() {
     );
     // Unusable input: exit 2.
     let (code, _, err) = act(
-        &d,
+        d,
         &env,
         &[],
         r#"{"actions":[{"action":"scroll","direction":"sideways"}]}"#,
@@ -145,7 +145,7 @@ fn typing_rails_in_a_terminal() {
     let Some(rig) = rig() else { return };
     let d: &str = &rig;
     let _term = app(
-        &d,
+        d,
         &[
             "xterm",
             "-geometry",
@@ -159,7 +159,7 @@ fn typing_rails_in_a_terminal() {
     );
     let env = [("VOXDESK_ALLOW_APPS", "XTerm")];
     let (code, rep, _) = act(
-        &d,
+        d,
         &env,
         &[],
         r#"{"actions":[{"action":"type","text":"hunter2"}]}"#,
@@ -173,16 +173,16 @@ fn typing_rails_in_a_terminal() {
         r#"{{"actions":[{{"action":"type","text":"{}"}}]}}"#,
         "a".repeat(5000)
     );
-    let (code, rep, _) = act(&d, &env, &[], &long);
+    let (code, rep, _) = act(d, &env, &[], &long);
     assert_eq!(
         (code, rep["refusal"]["rule"].as_str()),
         (Some(3), Some("hard-cap"))
     );
     drop(_term);
-    let _term = app(&d, &["xterm", "-geometry", "80x20+100+100"], "XTerm");
+    let _term = app(d, &["xterm", "-geometry", "80x20+100+100"], "XTerm");
     for text in ["ls; rm -rf /tmp/x", "echo $HOME", "cat a | sh"] {
         let (code, rep, _) = act(
-            &d,
+            d,
             &env,
             &[],
             &format!(
@@ -205,7 +205,7 @@ fn a_second_session_is_refused_until_the_first_dies() {
     let runtime = tempfile::tempdir().unwrap();
     let rt = runtime.path().to_str().unwrap();
     let mut first = bin()
-        .env("DISPLAY", &d)
+        .env("DISPLAY", d)
         .env("XDG_RUNTIME_DIR", rt)
         .args([
             "act",
@@ -226,7 +226,7 @@ fn a_second_session_is_refused_until_the_first_dies() {
         "first session took the lock"
     );
     let (code, _, err) = act(
-        &d,
+        d,
         &[("XDG_RUNTIME_DIR", rt)],
         &[],
         r#"{"actions":[{"action":"wait","ms":1}]}"#,
@@ -243,7 +243,7 @@ fn a_second_session_is_refused_until_the_first_dies() {
     let _ = first.wait();
     assert!(lock.exists());
     let (code, rep, err) = act(
-        &d,
+        d,
         &[("XDG_RUNTIME_DIR", rt)],
         &[],
         r#"{"actions":[{"action":"wait","ms":1}]}"#,
@@ -267,13 +267,13 @@ fn keys_down(display: &str) -> Vec<u8> {
 fn emergency_stop_interrupts_a_long_type_and_leaves_nothing_held() {
     let Some(rig) = rig() else { return };
     let d: &str = &rig;
-    let _term = app(&d, &["xterm", "-geometry", "80x20+100+100"], "XTerm");
+    let _term = app(d, &["xterm", "-geometry", "80x20+100+100"], "XTerm");
     let batch = format!(
         r#"{{"actions":[{{"action":"type","text":"{}"}},{{"action":"wait","ms":100}}]}}"#,
         "b".repeat(3000)
     );
     let child = bin()
-        .env("DISPLAY", &d)
+        .env("DISPLAY", d)
         .env("VOXDESK_MODE", "auto")
         .env("VOXDESK_ALLOW_APPS", "XTerm")
         .args(["act", "--json", &batch])
@@ -283,16 +283,16 @@ fn emergency_stop_interrupts_a_long_type_and_leaves_nothing_held() {
         .unwrap();
     // Wait until typing is visibly under way, then hold the stop combination.
     assert!(
-        wait_for(Duration::from_secs(30), || look(&d)["targets"]
+        wait_for(Duration::from_secs(30), || look(d)["targets"]
             .as_array()
             .unwrap()
             .iter()
             .any(|t| t["text"].as_str().is_some_and(|s| s.contains("bbbb")))),
         "typing started"
     );
-    xdotool(&d, &["keydown", "ctrl+alt+Escape"]);
+    xdotool(d, &["keydown", "ctrl+alt+Escape"]);
     std::thread::sleep(Duration::from_millis(600));
-    xdotool(&d, &["keyup", "ctrl+alt+Escape"]);
+    xdotool(d, &["keyup", "ctrl+alt+Escape"]);
     let o = child.wait_with_output().unwrap();
     let rep: serde_json::Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&o.stderr)));
@@ -307,8 +307,8 @@ fn emergency_stop_interrupts_a_long_type_and_leaves_nothing_held() {
         "the queue was dropped"
     );
     assert!(
-        keys_down(&d).is_empty(),
+        keys_down(d).is_empty(),
         "keys still held: {:?}",
-        keys_down(&d)
+        keys_down(d)
     );
 }

@@ -14,7 +14,7 @@ fn look_sees_xcalc_keys_where_the_window_is() {
     let png = dir.path().join("look.png");
     let o = output(
         bin()
-            .env("DISPLAY", &display)
+            .env("DISPLAY", display)
             .args(["look", "--json", "--annotate"])
             .arg(&png),
     );
@@ -60,7 +60,7 @@ fn look_sees_xcalc_keys_where_the_window_is() {
 fn doctor_passes_on_the_rig() {
     let Some(rig) = rig() else { return };
     let display: &str = &rig;
-    let o = output(bin().env("DISPLAY", &display).arg("doctor"));
+    let o = output(bin().env("DISPLAY", display).arg("doctor"));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{out}");
     for name in [
