@@ -504,6 +504,7 @@ impl<'a> Agent<'a> {
                 settle: settle_ms,
                 verify: verify_ms,
             };
+            let mut escaped = false;
             match &verdict {
                 Verdict::Verified(why) => {
                     self.narrator.say(&format!("Done: {why}."));
@@ -512,18 +513,36 @@ impl<'a> Agent<'a> {
                 Verdict::Failed { reason, no_change } => {
                     no_progress += 1;
                     self.narrator.say(&format!("That didn't work: {reason}."));
-                    if !no_change && after.perception.targets.iter().any(|t| t.new) {
+                    // `new` marks only a target's first frame, and settling took several: what
+                    // is new is what the screen before the action did not have.
+                    let appeared = after
+                        .perception
+                        .targets
+                        .iter()
+                        .any(|t| !before.iter().any(|b| b.text == t.text));
+                    if !no_change && appeared {
+                        self.narrator.say("Something else opened: pressing Escape.");
                         // Class "wrong thing opened": Escape, then look again.
-                        let _ = self.escape(&after);
+                        escaped = self.escape(&after)?;
                     }
                 }
                 // Unverified moves no counter.
                 Verdict::Unverified => {}
             }
             planner.outcome(&verdict);
-            self.transcript
-                .push(format!("step {steps}: {said} → {}", verdict.name()));
+            self.transcript.push(format!(
+                "step {steps}: {said} → {}{}",
+                verdict.name(),
+                if escaped { " (pressed Escape)" } else { "" }
+            ));
             self.record_step_full(&obs, actions_json, "approved", &verdict, times, shot, vshot);
+            let after = if escaped {
+                // What Escape left behind, not the menu it closed.
+                self.go(State::Settle, "pressed Escape");
+                self.settle()?.0
+            } else {
+                after
+            };
             (obs, cap_ms, ocr_ms) = (after, 0.0, 0.0);
             self.go(State::Plan, "verified or retrying");
         };
@@ -549,7 +568,8 @@ impl<'a> Agent<'a> {
         Some(outcomes.iter().all(|o| *o == Outcome::Done))
     }
 
-    fn escape(&mut self, obs: &Observation) -> Result<()> {
+    /// Press Escape behind the same rails as any action; whether it ran.
+    fn escape(&mut self, obs: &Observation) -> Result<bool> {
         let b = Batch {
             observation_id: Some(obs.id.clone()),
             actions: vec![Action::Key {
@@ -564,14 +584,23 @@ impl<'a> Agent<'a> {
             mapping: obs.mapping,
             app: obs.app.as_deref(),
         };
+        let mut ran = false;
         if let Ok(c) = rails::check(&b, &screen, &self.settings.rails, &self.settings.stop.combo) {
             if let Decision::Run(a) =
                 rails::approve(c, self.settings.rails.mode, &self.settings.rails, false)
             {
-                let _ = self.actuator.run(a, Duration::ZERO).iter().count();
+                ran = self
+                    .actuator
+                    .run(a, Duration::ZERO)
+                    .iter()
+                    .all(|r| r.outcome == Outcome::Done);
             }
         }
-        Ok(())
+        let _ = self.recorder.event(
+            "recovery",
+            serde_json::json!({"class": "unexpected window or menu", "action": "escape", "ran": ran}),
+        );
+        Ok(ran)
     }
 
     fn record_step(

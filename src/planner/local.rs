@@ -57,13 +57,22 @@ pub enum PlanError {
 
 /// Split a task into its steps and parse each.
 pub fn parse_task(task: &str) -> Result<Vec<Intent>, PlanError> {
+    Ok(parse_task_with_menus(task)?.0)
+}
+
+/// [`parse_task`], plus for each step the menu item it should bring up: in "open File then
+/// Save As", clicking File should make "Save As" appear (if something else opens, that is the
+/// wrong thing, and the loop's Escape-and-look-again handles it).
+pub fn parse_task_with_menus(task: &str) -> Result<(Vec<Intent>, Vec<Option<String>>), PlanError> {
     let parts = split_steps(task);
     if parts.is_empty() {
         return Err(PlanError::Empty);
     }
     let mut out = Vec::with_capacity(parts.len());
+    let mut item = Vec::with_capacity(parts.len());
     let mut in_menu = false;
     for (i, p) in parts.iter().enumerate() {
+        item.push(in_menu);
         // "open File then Save As": after "open", a bare label is the next menu item to click.
         let intent = match parse_step(p, i + 1) {
             Err(PlanError::Unknown { .. }) if in_menu => Intent::Click {
@@ -76,7 +85,19 @@ pub fn parse_task(task: &str) -> Result<Vec<Intent>, PlanError> {
             || (in_menu && matches!(intent, Intent::Click { .. }));
         out.push(intent);
     }
-    Ok(out)
+    // Only the "open" step itself: what later items of a chain bring up (a submenu, a dialog)
+    // is not named by the task, and a wrong expectation would make the loop press Escape.
+    let opens = (0..out.len())
+        .map(|i| match (&out[i], out.get(i + 1)) {
+            (Intent::Click { .. }, Some(Intent::Click { label, .. }))
+                if item[i + 1] && parts[i].to_lowercase().starts_with("open ") =>
+            {
+                Some(label.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    Ok((out, opens))
 }
 
 /// Split on "then", "and", commas and semicolons — but never inside quotes.
@@ -401,13 +422,17 @@ pub fn bind(intent: &Intent, targets: &[Target]) -> Result<(Vec<Action>, Expect)
 /// on when the step verifies (or cannot be verified).
 pub struct LocalPlanner {
     intents: Vec<Intent>,
+    /// Per step: the menu item it should bring up (see [`parse_task_with_menus`]).
+    opens: Vec<Option<String>>,
     next: usize,
 }
 
 impl LocalPlanner {
     pub fn new(task: &str) -> Result<LocalPlanner, PlanError> {
+        let (intents, opens) = parse_task_with_menus(task)?;
         Ok(LocalPlanner {
-            intents: parse_task(task)?,
+            intents,
+            opens,
             next: 0,
         })
     }
@@ -458,7 +483,10 @@ impl super::Planner for LocalPlanner {
             };
         };
         match bind(intent, input.targets) {
-            Ok((actions, expect)) => {
+            Ok((actions, mut expect)) => {
+                if let Some(item) = &self.opens[self.next] {
+                    expect.appears.push(item.clone());
+                }
                 let say = describe(intent, &actions, input.targets);
                 super::Planned::Act {
                     actions,
@@ -486,6 +514,19 @@ mod tests {
             label: label.into(),
             kind: ClickKind::Single,
         }
+    }
+
+    #[test]
+    fn opening_a_menu_expects_its_item() {
+        let (_, opens) = parse_task_with_menus("open File then Save As, click OK").unwrap();
+        assert_eq!(opens, vec![Some("Save As".to_string()), None, None]);
+        let (_, opens) = parse_task_with_menus("open Edit then click Preferences").unwrap();
+        assert_eq!(opens, vec![Some("Preferences".to_string()), None]);
+        let (_, opens) = parse_task_with_menus("open View then Zoom then 200%").unwrap();
+        assert_eq!(opens, vec![Some("Zoom".to_string()), None, None]);
+        // Plain clicks in a row expect nothing of each other.
+        let (_, opens) = parse_task_with_menus("click 7, click +").unwrap();
+        assert_eq!(opens, vec![None, None]);
     }
 
     #[test]

@@ -217,3 +217,105 @@ fn the_emergency_stop_ends_the_session_as_stopped() {
     );
     assert_eq!(record(&only_session(data.path()))["status"], "stopped");
 }
+
+/// Chromium showing `tests/fixtures/pages/menu.html` as an app window: a "File" menu that lacks
+/// the item the task asks for.
+fn menu_page(display: &str, profile: &Path) -> Guard {
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pages/menu.html");
+    let g = Guard(
+        Command::new("chromium")
+            .env("DISPLAY", display)
+            .args([
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--window-position=100,100",
+                "--window-size=900,600",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(format!("--app=file://{}", page.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromium (apt-get install chromium)"),
+    );
+    let find = || {
+        Command::new("xdotool")
+            .env("DISPLAY", display)
+            .args(["search", "--onlyvisible", "--name", "Menu test"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    assert!(
+        wait_for(Duration::from_secs(30), || !find().is_empty()),
+        "the Chromium window never appeared"
+    );
+    let id = find().lines().next().unwrap_or_default().to_string();
+    let _ = Command::new("xdotool")
+        .env("DISPLAY", display)
+        .args(["windowactivate", "--sync", &id])
+        .status();
+    // The page is drawn a moment after the window maps.
+    std::thread::sleep(Duration::from_millis(1500));
+    g
+}
+
+fn look(display: &str) -> Vec<String> {
+    let o = output(bin().env("DISPLAY", display).args(["look", "--json"]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["text"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn a_wrong_menu_is_closed_with_escape_and_the_task_fails_with_its_transcript() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let profile = tempfile::tempdir().unwrap();
+    let _page = menu_page(d, profile.path());
+    assert!(look(d).iter().any(|t| t == "File"), "{:?}", look(d));
+    let data = tempfile::tempdir().unwrap();
+    let o = output(
+        bin()
+            .env("DISPLAY", d)
+            .env("XDG_DATA_HOME", data.path())
+            .env("VOXDESK_ALLOW_APPS", "Chromium")
+            .args(["run", "--quiet", "--mode", "auto", "open File then Save As"]),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let dir = only_session(data.path());
+    let r = record(&dir);
+    assert_eq!(r["status"], "failed");
+    let summary = r["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("no progress after 3") && summary.contains("(pressed Escape)"),
+        "{summary}"
+    );
+    // Clicking File was expected to bring up "Save As"; the menu that did open was closed.
+    let steps = r["steps"].as_array().unwrap();
+    assert!(
+        steps.iter().all(|s| s["verification"] == "failed"),
+        "{steps:?}"
+    );
+    let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let escapes = events
+        .lines()
+        .filter(|l| l.contains("\"recovery\"") && l.contains("\"ran\":true"))
+        .count();
+    assert_eq!(escapes, 3, "{events}");
+    let now = look(d);
+    assert!(
+        now.iter().any(|t| t == "File") && !now.iter().any(|t| t == "Print"),
+        "the menu is still open: {now:?}"
+    );
+}
