@@ -260,7 +260,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Sessions => {
-            for r in voxdesk::session::list(&voxdesk::session::sessions_dir()) {
+            let dir = voxdesk::session::sessions_dir();
+            let all = voxdesk::session::list(&dir);
+            if all.is_empty() {
+                eprintln!("no sessions yet in {}", dir.display());
+            }
+            for r in all {
                 match r {
                     Ok(s) => println!(
                         "{}  {:<8} steps {:>3}  verified {}  {:?}",
