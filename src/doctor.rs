@@ -8,6 +8,8 @@ use crate::perception::engine;
 pub enum Status {
     Ok,
     Fail,
+    /// voxdesk runs, with less: narration printed instead of spoken.
+    Warn,
     Skipped,
 }
 
@@ -33,6 +35,14 @@ impl Check {
         Check {
             name,
             status: Status::Fail,
+            detail: detail.into(),
+            fix: fix.into(),
+        }
+    }
+    fn warn(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            name,
+            status: Status::Warn,
             detail: detail.into(),
             fix: fix.into(),
         }
@@ -121,6 +131,19 @@ pub fn run() -> Vec<Check> {
     } else {
         out.push(Check::skipped("ocr-engine", "no tessdata"));
     }
+    // Narration: without a voice or an output voxdesk still runs, printing what it would say.
+    out.push(match crate::narrate::probe_voice() {
+        Ok(v) => Check::ok("voice", v),
+        Err(e) => Check::warn(
+            "voice",
+            format!("{e}: narration is printed only"),
+            "apt-get install espeak-ng",
+        ),
+    });
+    out.push(match crate::narrate::probe_output() {
+        Ok(()) => Check::ok("audio-output", "the default output opens"),
+        Err(e) => Check::warn("audio-output", format!("no audio output ({e}): narration is printed only"), "start the desktop's sound server (PulseAudio or PipeWire) and install libasound2-plugins so ALSA's default reaches it"),
+    });
     out
 }
 
@@ -131,6 +154,7 @@ pub fn render(checks: &[Check]) -> String {
         let tag = match c.status {
             Status::Ok => "ok  ",
             Status::Fail => "FAIL",
+            Status::Warn => "warn",
             Status::Skipped => "--  ",
         };
         s.push_str(&format!("{tag}  {:<15} {}", c.name, c.detail));

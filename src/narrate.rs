@@ -221,6 +221,27 @@ fn voice_thread(rx: mpsc::Receiver<Cmd>, queued: Arc<AtomicUsize>, speak: bool) 
     }
 }
 
+/// Does the text-to-speech voice run? Its version line when it does.
+pub fn probe_voice() -> anyhow::Result<String> {
+    let o = Command::new("espeak-ng")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| anyhow::anyhow!("espeak-ng not found ({e})"))?;
+    anyhow::ensure!(o.status.success(), "espeak-ng --version failed");
+    let v = String::from_utf8_lossy(&o.stdout);
+    Ok(v.split("  Data at")
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string())
+}
+
+/// Does the default audio output open? (Opened and closed again at once, for `voxdesk doctor`.)
+pub fn probe_output() -> anyhow::Result<()> {
+    open_output().map(drop)
+}
+
 /// Render `text` to a WAV file at `path` with espeak-ng and return its bytes.
 fn render(text: &str, path: &Path) -> anyhow::Result<Vec<u8>> {
     let st = Command::new("espeak-ng")

@@ -71,6 +71,8 @@ fn doctor_passes_on_the_rig() {
         "capture",
         "tessdata",
         "ocr-engine",
+        "voice",
+        "audio-output",
     ] {
         assert!(
             out.lines().any(|l| l.starts_with("ok") && l.contains(name)),
@@ -101,6 +103,21 @@ fn doctor_names_each_cause() {
         "Wayland session: unsupported",
     );
     case(bin().env("DISPLAY", ":4999"), "X server unreachable");
+    // No sound server: a warning with its fix, and the run is still possible (exit 0).
+    let o = output(
+        bin()
+            .env("PULSE_SERVER", "unix:/nonexistent/pulse")
+            .arg("doctor"),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("warn")
+            && l.contains("audio-output")
+            && l.contains("printed only")
+            && l.contains("fix:")),
+        "{out}"
+    );
     case(
         bin().env("TESSDATA_PREFIX", "/nonexistent"),
         "no eng.traineddata",
