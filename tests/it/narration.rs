@@ -38,14 +38,7 @@ fn heard_while(display: &str, extra: &[&str]) -> (f64, String) {
     let _calc = app(display, &["xcalc", "-geometry", "300x400+400+200"], "XCalc");
     let dir = tempfile::tempdir().unwrap();
     let wav = dir.path().join("speaker.wav");
-    let mut rec = Guard(
-        Command::new("parecord")
-            .args(["-d", "spk.monitor", "--file-format=wav"])
-            .arg(&wav)
-            .spawn()
-            .expect("parecord"),
-    );
-    std::thread::sleep(Duration::from_millis(300));
+    let rec = Speaker::record(&wav);
     let o = bin()
         .env("DISPLAY", display)
         .env("XDG_DATA_HOME", dir.path())
@@ -61,17 +54,35 @@ fn heard_while(display: &str, extra: &[&str]) -> (f64, String) {
         "{out}{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    std::thread::sleep(Duration::from_millis(300));
-    // SIGINT lets parecord finish the WAV header.
-    sigint(rec.0.id());
-    let _ = rec.0.wait();
+    rec.stop();
     (peak_db(&wav), out)
 }
 
-fn sigint(pid: u32) {
-    let _ = Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status();
+/// What the rig's speaker plays, recorded from `spk.monitor` into a WAV.
+struct Speaker(Guard);
+
+impl Speaker {
+    fn record(wav: &Path) -> Speaker {
+        let g = Guard(
+            Command::new("parecord")
+                .args(["-d", "spk.monitor", "--file-format=wav"])
+                .arg(wav)
+                .spawn()
+                .expect("parecord"),
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        Speaker(g)
+    }
+
+    /// Keep recording a moment longer, then stop: SIGINT lets parecord finish the WAV header.
+    fn stop(mut self) {
+        std::thread::sleep(Duration::from_millis(300));
+        let child = &mut (self.0).0;
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let _ = child.wait();
+    }
 }
 
 #[test]
@@ -164,14 +175,7 @@ fn a_new_sentence_cuts_off_the_stale_one_and_the_last_is_heard_whole() {
     let _calc = app(d, &["xcalc", "-geometry", "300x400+400+200"], "XCalc");
     let dir = tempfile::tempdir().unwrap();
     let (heard, said) = (dir.path().join("speaker.wav"), dir.path().join("said"));
-    let mut rec = Guard(
-        Command::new("parecord")
-            .args(["-d", "spk.monitor", "--file-format=wav"])
-            .arg(&heard)
-            .spawn()
-            .expect("parecord"),
-    );
-    std::thread::sleep(Duration::from_millis(300));
+    let rec = Speaker::record(&heard);
     // Four quick steps: each sentence is overtaken by the next long before it ends.
     let o = bin()
         .env("DISPLAY", d)
@@ -183,9 +187,7 @@ fn a_new_sentence_cuts_off_the_stale_one_and_the_last_is_heard_whole() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
-    std::thread::sleep(Duration::from_millis(300));
-    sigint(rec.0.id());
-    let _ = rec.0.wait();
+    rec.stop();
     let mut parts: Vec<_> = std::fs::read_dir(&said)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -114,18 +114,8 @@ fn the_calculator_task_verifies_and_every_record_written_parses() {
     assert!(text.contains("class=\"dot\""), "click points marked");
     let shot = data.path().join("report.png");
     let profile = tempfile::tempdir().unwrap();
-    let st = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--window-size=1400,1200",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
+    let st = chromium(profile.path())
+        .args(["--headless", "--window-size=1400,1200"])
         .arg(format!("--screenshot={}", shot.display()))
         .arg(format!("file://{}", html.display()))
         .stdout(Stdio::null())
@@ -223,19 +213,9 @@ fn the_emergency_stop_ends_the_session_as_stopped() {
 fn menu_page(display: &str, profile: &Path) -> Guard {
     let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pages/menu.html");
     let g = Guard(
-        Command::new("chromium")
+        chromium(profile)
             .env("DISPLAY", display)
-            .args([
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--window-position=100,100",
-                "--window-size=900,600",
-            ])
-            .arg(format!("--user-data-dir={}", profile.display()))
+            .args(["--window-position=100,100", "--window-size=900,600"])
             .arg(format!("--app=file://{}", page.display()))
             .stdout(Stdio::null())
             .stderr(Stdio::null())

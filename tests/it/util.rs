@@ -218,3 +218,18 @@ pub fn app(display: &str, cmd: &[&str], class: &str) -> Guard {
     std::thread::sleep(Duration::from_millis(400));
     g
 }
+
+/// Chromium with a throwaway profile and nothing that reaches the network (root needs no sandbox).
+pub fn chromium(profile: &Path) -> Command {
+    let mut c = Command::new("chromium");
+    c.args([
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
