@@ -210,3 +210,59 @@ fn a_new_sentence_cuts_off_the_stale_one_and_the_last_is_heard_whole() {
         "{on_speaker:.2} s heard, but the last sentence alone is {last:.2} s"
     );
 }
+
+#[test]
+fn the_emergency_stop_silences_the_narration() {
+    let Some(rig) = rig() else { return };
+    sound_card();
+    let d: &str = &rig;
+    let _term = app(d, &["xterm", "-geometry", "80x20+100+100"], "XTerm");
+    let dir = tempfile::tempdir().unwrap();
+    let (heard, said) = (dir.path().join("speaker.wav"), dir.path().join("said"));
+    // A long text: its "Typing …" sentence lasts over a minute, and typing it takes a while.
+    let text = "alpha bravo charlie delta echo foxtrot golf hotel india juliet ".repeat(20);
+    let rec = Speaker::record(&heard);
+    let child = bin()
+        .env("DISPLAY", d)
+        .env("XDG_DATA_HOME", dir.path())
+        .env("VOXDESK_ALLOW_APPS", "XTerm")
+        .args(["run", "--mode", "auto", "--narration-wav"])
+        .arg(&said)
+        .arg(format!("type \"{}\"", text.trim()))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the first sentence is rendered it is playing; let it play a second, then stop.
+    assert!(
+        wait_for(Duration::from_secs(30), || said.join("001.wav").is_file()),
+        "the first sentence was never rendered"
+    );
+    std::thread::sleep(Duration::from_millis(1000));
+    let xd = |args: &[&str]| {
+        Command::new("xdotool")
+            .env("DISPLAY", d)
+            .args(args)
+            .status()
+    };
+    let _ = xd(&["keydown", "ctrl+alt+Escape"]);
+    std::thread::sleep(Duration::from_millis(600));
+    let _ = xd(&["keyup", "ctrl+alt+Escape"]);
+    let o = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(4), "{out}");
+    rec.stop();
+    let mut parts: Vec<_> = std::fs::read_dir(&said)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    parts.sort();
+    let first = sounding_seconds(&parts[0]);
+    let last = sounding_seconds(parts.last().unwrap());
+    let on_speaker = sounding_seconds(&heard);
+    eprintln!("typing sentence {first:.1} s, stop sentence {last:.1} s, heard {on_speaker:.1} s");
+    assert!(out.contains("stopped by the emergency stop"), "{out}");
+    assert!(
+        on_speaker < last + 8.0 && on_speaker < first / 2.0,
+        "{on_speaker:.1} s heard: the {first:.1} s sentence kept playing after the stop"
+    );
+}
