@@ -99,7 +99,7 @@ impl<'a> Agent<'a> {
             PROMPT_VERSION,
             &settings.rails.mode.to_string(),
         )?;
-        let narrator = Narrator::new(opts.quiet, opts.wav_dir.clone()).with_stop(latch.clone());
+        let narrator = Narrator::new(opts.quiet, opts.wav_dir.clone(), Some(latch.clone()));
         Ok(Agent {
             settings,
             capturer: Capturer::new()?,
@@ -232,7 +232,7 @@ impl<'a> Agent<'a> {
                     Status::Failed,
                     format!(
                         "stopped at the step cap ({step_cap}) — tried: {}",
-                        self.transcript.join("; ")
+                        self.tried()
                     ),
                 );
             }
@@ -242,7 +242,7 @@ impl<'a> Agent<'a> {
                     Status::Failed,
                     format!(
                         "no progress after {NO_PROGRESS_LIMIT} tries — tried: {}",
-                        self.transcript.join("; ")
+                        self.tried()
                     ),
                 );
             }
@@ -566,6 +566,11 @@ impl<'a> Agent<'a> {
             return None;
         }
         Some(outcomes.iter().all(|o| *o == Outcome::Done))
+    }
+
+    /// The transcript of what was tried, for a failed task's summary.
+    fn tried(&self) -> String {
+        self.transcript.join("; ")
     }
 
     /// Press Escape behind the same rails as any action; whether it ran.

@@ -558,7 +558,7 @@ pub fn loop_(runs: usize) -> Result<String> {
         let _ = std::fs::remove_dir_all(&root);
         // Narration must never hold the loop up: time `say` itself with the voice on (rendering
         // and playback happen on the voice thread; stdout goes to the bench's own output).
-        let mut voice = crate::narrate::Narrator::new(false, None);
+        let mut voice = crate::narrate::Narrator::new(false, None, None);
         let mut says = Vec::new();
         for i in 0..20 {
             let t = Instant::now();

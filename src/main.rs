@@ -220,6 +220,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 "provider local has one model, offline-planner (got {:?})",
                 model.unwrap_or_default()
             );
+            // A task the planner cannot read is refused before anything starts or is recorded.
+            let mut planner = match voxdesk::planner::local::LocalPlanner::new(&task) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("voxdesk: error: the task: {e}");
+                    return Ok(ExitCode::from(voxdesk::act::EXIT_BAD_INPUT));
+                }
+            };
             let loaded = settings(cli.config.as_deref(), mode)?;
             let opts = voxdesk::agent::RunOptions {
                 task: task.clone(),
@@ -238,7 +246,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 )?)
             };
             let mut agent = voxdesk::agent::Agent::new(&loaded.settings, &opts)?;
-            let r = agent.run(&task, step_cap)?;
+            let r = agent.run_with(&mut planner, &task, step_cap)?;
             println!("session: {}", r.session_dir.display());
             Ok(ExitCode::from(match r.status {
                 voxdesk::session::Status::Done => 0,
@@ -252,6 +260,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 voxdesk::session::sessions_dir().join(&id)
             };
+            anyhow::ensure!(
+                dir.join("session.json").is_file(),
+                "no session {id:?}: not a session directory, nor an id in {} (see `voxdesk sessions`)",
+                voxdesk::session::sessions_dir().display()
+            );
             let record = voxdesk::session::load(&dir)?;
             let out = out.unwrap_or_else(|| dir.join("report.html"));
             std::fs::write(&out, voxdesk::report::render(&dir, &record))

@@ -25,8 +25,6 @@ enum Cmd {
     Say(String, Option<PathBuf>),
     /// Stop playing now.
     Cut,
-    /// Cut as soon as this latch is set.
-    Watch(Arc<crate::actuator::StopLatch>),
 }
 
 /// The voice thread: the one owner of the audio output.
@@ -39,12 +37,18 @@ struct Voice {
 }
 
 impl Narrator {
-    /// `quiet`: print only. `wav_dir`: also write every utterance there as `NNN.wav` (tests, the demo).
-    pub fn new(quiet: bool, wav_dir: Option<PathBuf>) -> Narrator {
+    /// `quiet`: print only. `wav_dir`: also write every utterance there as `NNN.wav` (tests, the
+    /// demo). `stop`: playback stops the moment this latch is set, even while the loop is busy
+    /// elsewhere (sentences said after it, such as "stopped", still play).
+    pub fn new(
+        quiet: bool,
+        wav_dir: Option<PathBuf>,
+        stop: Option<Arc<crate::actuator::StopLatch>>,
+    ) -> Narrator {
         let voice = if quiet && wav_dir.is_none() {
             None
         } else {
-            Voice::start(!quiet, wav_dir)
+            Voice::start(!quiet, wav_dir, stop)
         };
         Narrator {
             print: true,
@@ -52,17 +56,6 @@ impl Narrator {
             count: 0,
             transcript: Vec::new(),
         }
-    }
-
-    /// Also stop playing the moment the emergency stop latches, even while the loop is busy
-    /// elsewhere (sentences said after it, such as "stopped", still play).
-    pub fn with_stop(mut self, latch: Arc<crate::actuator::StopLatch>) -> Narrator {
-        if let Some(v) = &mut self.voice {
-            if let Some(tx) = &v.tx {
-                let _ = tx.send(Cmd::Watch(latch));
-            }
-        }
-        self
     }
 
     /// Keeps the transcript only: no printing, no voice (benchmarks).
@@ -100,13 +93,17 @@ impl Narrator {
 }
 
 impl Voice {
-    fn start(speak: bool, wav_dir: Option<PathBuf>) -> Option<Voice> {
+    fn start(
+        speak: bool,
+        wav_dir: Option<PathBuf>,
+        stop: Option<Arc<crate::actuator::StopLatch>>,
+    ) -> Option<Voice> {
         let (tx, rx) = mpsc::channel();
         let queued = Arc::new(AtomicUsize::new(0));
         let q = queued.clone();
         let thread = std::thread::Builder::new()
             .name("voxdesk-voice".into())
-            .spawn(move || voice_thread(rx, q, speak))
+            .spawn(move || voice_thread(rx, q, speak, stop))
             .map_err(|e| tracing::warn!("no voice thread ({e}); narration is printed only"))
             .ok()?;
         Some(Voice {
@@ -137,16 +134,24 @@ impl Drop for Voice {
     }
 }
 
-fn voice_thread(rx: mpsc::Receiver<Cmd>, queued: Arc<AtomicUsize>, speak: bool) {
+fn voice_thread(
+    rx: mpsc::Receiver<Cmd>,
+    queued: Arc<AtomicUsize>,
+    speak: bool,
+    mut latch: Option<Arc<crate::actuator::StopLatch>>,
+) {
     let mut output: Option<rodio::MixerDeviceSink> = None;
     let mut tried_output = !speak;
     let mut warned_tts = false;
     let mut playing: Option<(rodio::Player, Instant, Duration)> = None;
     let scratch = std::env::temp_dir().join(format!("voxdesk-voice-{}.wav", std::process::id()));
-    let mut latch: Option<Arc<crate::actuator::StopLatch>> = None;
     loop {
-        // Poll the stop latch while waiting: the loop may be busy in OCR or an action.
-        let cmd = match rx.recv_timeout(Duration::from_millis(10)) {
+        // Poll the stop latch while waiting (the loop may be busy in OCR or an action); once it
+        // has fired, or with none to watch, just wait.
+        let cmd = match latch.as_ref().map_or_else(
+            || rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+            |_| rx.recv_timeout(Duration::from_millis(10)),
+        ) {
             Ok(c) => c,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if latch.as_ref().is_some_and(|l| l.is_stopped()) {
@@ -160,10 +165,6 @@ fn voice_thread(rx: mpsc::Receiver<Cmd>, queued: Arc<AtomicUsize>, speak: bool) 
         let (text, wav) = match cmd {
             Cmd::Cut => {
                 playing = None; // dropping a Player stops it
-                continue;
-            }
-            Cmd::Watch(l) => {
-                latch = Some(l);
                 continue;
             }
             Cmd::Say(text, wav) => (text, wav),

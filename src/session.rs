@@ -96,7 +96,7 @@ impl SessionRecord {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    #[error("session records at {path}: {source}")]
+    #[error("session records at {path}")]
     Io {
         path: String,
         source: std::io::Error,

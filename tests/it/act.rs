@@ -290,9 +290,7 @@ fn emergency_stop_interrupts_a_long_type_and_leaves_nothing_held() {
             .any(|t| t["text"].as_str().is_some_and(|s| s.contains("bbbb")))),
         "typing started"
     );
-    xdotool(d, &["keydown", "ctrl+alt+Escape"]);
-    std::thread::sleep(Duration::from_millis(600));
-    xdotool(d, &["keyup", "ctrl+alt+Escape"]);
+    hold_stop_combo(d);
     let o = child.wait_with_output().unwrap();
     let rep: serde_json::Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&o.stderr)));

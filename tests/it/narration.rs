@@ -188,11 +188,7 @@ fn a_new_sentence_cuts_off_the_stale_one_and_the_last_is_heard_whole() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
     rec.stop();
-    let mut parts: Vec<_> = std::fs::read_dir(&said)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    parts.sort();
+    let parts = files_in(&said);
     assert_eq!(parts.len(), 9, "4 plans, 4 results, 1 summary: {parts:?}");
     let full: f64 = parts.iter().map(|p| sounding_seconds(p)).sum();
     let last = sounding_seconds(parts.last().unwrap());
@@ -238,24 +234,12 @@ fn the_emergency_stop_silences_the_narration() {
         "the first sentence was never rendered"
     );
     std::thread::sleep(Duration::from_millis(1000));
-    let xd = |args: &[&str]| {
-        Command::new("xdotool")
-            .env("DISPLAY", d)
-            .args(args)
-            .status()
-    };
-    let _ = xd(&["keydown", "ctrl+alt+Escape"]);
-    std::thread::sleep(Duration::from_millis(600));
-    let _ = xd(&["keyup", "ctrl+alt+Escape"]);
+    hold_stop_combo(d);
     let o = child.wait_with_output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(4), "{out}");
     rec.stop();
-    let mut parts: Vec<_> = std::fs::read_dir(&said)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    parts.sort();
+    let parts = files_in(&said);
     let first = sounding_seconds(&parts[0]);
     let last = sounding_seconds(parts.last().unwrap());
     let on_speaker = sounding_seconds(&heard);

@@ -189,15 +189,7 @@ fn the_emergency_stop_ends_the_session_as_stopped() {
         .spawn()
         .unwrap();
     wait_until_under_way(data.path());
-    let xd = |args: &[&str]| {
-        Command::new("xdotool")
-            .env("DISPLAY", d)
-            .args(args)
-            .status()
-    };
-    let _ = xd(&["keydown", "ctrl+alt+Escape"]);
-    std::thread::sleep(Duration::from_millis(600));
-    let _ = xd(&["keyup", "ctrl+alt+Escape"]);
+    hold_stop_combo(d);
     let o = child.wait_with_output().unwrap();
     assert_eq!(
         o.status.code(),
@@ -298,4 +290,31 @@ fn a_wrong_menu_is_closed_with_escape_and_the_task_fails_with_its_transcript() {
         now.iter().any(|t| t == "File") && !now.iter().any(|t| t == "Print"),
         "the menu is still open: {now:?}"
     );
+}
+
+/// A task the offline planner cannot read, or a report of a session that does not exist: one
+/// clear line, and nothing started or recorded (no desktop needed).
+#[test]
+fn an_unreadable_task_or_unknown_session_is_refused_and_records_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    for task in ["frobnicate the thing", "", "click"] {
+        let o = output(
+            bin()
+                .env("XDG_DATA_HOME", data.path())
+                .env_remove("DISPLAY")
+                .args(["run", task]),
+        );
+        assert_eq!(o.status.code(), Some(2), "{task:?}");
+        assert_clean_failure(&o, "the task");
+    }
+    assert!(
+        !data.path().join("voxdesk").exists(),
+        "a session was recorded"
+    );
+    let o = output(
+        bin()
+            .env("XDG_DATA_HOME", data.path())
+            .args(["report", "no-such-session"]),
+    );
+    assert_clean_failure(&o, "no session \"no-such-session\"");
 }

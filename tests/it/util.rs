@@ -233,3 +233,27 @@ pub fn chromium(profile: &Path) -> Command {
     .arg(format!("--user-data-dir={}", profile.display()));
     c
 }
+
+/// Hold the default emergency-stop combination (ctrl+alt+Escape) for 600 ms through XTEST, as a
+/// person would.
+pub fn hold_stop_combo(display: &str) {
+    let xd = |action: &str| {
+        Command::new("xdotool")
+            .env("DISPLAY", display)
+            .args([action, "ctrl+alt+Escape"])
+            .status()
+    };
+    let _ = xd("keydown");
+    std::thread::sleep(Duration::from_millis(600));
+    let _ = xd("keyup");
+}
+
+/// The files in a directory, sorted by path.
+pub fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v
+}
