@@ -71,6 +71,8 @@ pub struct Settings {
     pub rails: Rails,
     pub stop: Stop,
     pub lock_lease_ms: u64,
+    /// Keep a screenshot of every step in the session record (the desktop as it was: private).
+    pub record_screenshots: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +171,7 @@ impl Default for Settings {
                 hold_ms: 300,
             },
             lock_lease_ms: 5000,
+            record_screenshots: true,
         }
     }
 }
@@ -195,6 +198,7 @@ pub const KEYS: &[&str] = &[
     "stop.combo",
     "stop.hold_ms",
     "lock.lease_ms",
+    "record.screenshots",
 ];
 
 /// `$XDG_CONFIG_HOME/voxdesk/config.toml` (via `directories`).
@@ -259,6 +263,7 @@ pub fn load(
     for (var, key) in [
         ("VOXDESK_MODE", "rails.mode"),
         ("VOXDESK_ALLOW_APPS", "rails.allow_apps"),
+        ("VOXDESK_RECORD_SCREENSHOTS", "record.screenshots"),
     ] {
         if let Some(v) = env(var).filter(|v| !v.is_empty()) {
             apply(&mut settings, key, &Raw::Str(&v)).map_err(|message| ConfigError::BadValue {
@@ -398,6 +403,7 @@ fn apply(s: &mut Settings, key: &str, v: &Raw) -> Result<(), String> {
         "stop.combo" => s.stop.combo = parse_combo(&v.string()?)?,
         "stop.hold_ms" => s.stop.hold_ms = v.uint(50..=5000)?,
         "lock.lease_ms" => s.lock_lease_ms = v.uint(500..=600_000)?,
+        "record.screenshots" => s.record_screenshots = v.boolean()?,
         other => return Err(format!("is not a setting ({other})")),
     }
     Ok(())
@@ -456,6 +462,7 @@ impl Loaded {
                 "stop.combo" => format!("{:?}", s.stop.combo.to_string()),
                 "stop.hold_ms" => s.stop.hold_ms.to_string(),
                 "lock.lease_ms" => s.lock_lease_ms.to_string(),
+                "record.screenshots" => s.record_screenshots.to_string(),
                 _ => String::new(),
             };
             out.push_str(&format!(

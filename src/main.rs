@@ -1,13 +1,14 @@
 //! The `voxdesk` command line: parses arguments, runs one command, and decides in one place how errors are printed and which exit code they get.
 
+mod cli;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use voxdesk::{bench, capture, doctor, frame, observation, perception, picture};
+use cli::Exit;
 
 #[derive(Parser)]
 #[command(
@@ -182,27 +183,27 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     match run(cli) {
-        Ok(code) => code,
+        Ok(exit) => ExitCode::from(code(exit)),
         Err(e) => {
             eprintln!("voxdesk: error: {e:#}");
-            ExitCode::from(1)
+            ExitCode::from(code(Exit::Failed))
         }
     }
 }
 
-fn settings(
-    config: Option<&std::path::Path>,
-    mode: Option<String>,
-) -> Result<voxdesk::config::Loaded> {
-    let flags: Vec<(&'static str, String)> = mode.into_iter().map(|m| ("rails.mode", m)).collect();
-    Ok(voxdesk::config::load(
-        config,
-        |k| std::env::var(k).ok(),
-        &flags,
-    )?)
+/// The one place outcomes become exit codes.
+fn code(e: Exit) -> u8 {
+    match e {
+        Exit::Ok => 0,
+        Exit::Failed => 1,
+        Exit::BadInput => 2,
+        Exit::Refused => 3,
+        Exit::Stopped => 4,
+    }
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
+fn run(cli: Cli) -> Result<Exit> {
+    let config = cli.config.as_deref();
     match cli.cmd {
         Cmd::Run {
             provider,
@@ -212,274 +213,71 @@ fn run(cli: Cli) -> Result<ExitCode> {
             narration_wav,
             step_cap,
             task,
-        } => {
-            // Provider and model are named explicitly; there is no silent fallback to another.
-            anyhow::ensure!(provider == "local", "provider {provider:?} is not available yet; use --provider local (the offline planner)");
-            anyhow::ensure!(
-                model.as_deref().is_none_or(|m| m == "offline-planner"),
-                "provider local has one model, offline-planner (got {:?})",
-                model.unwrap_or_default()
-            );
-            // A task the planner cannot read is refused before anything starts or is recorded.
-            let mut planner = match voxdesk::planner::local::LocalPlanner::new(&task) {
-                Ok(p) => p,
-                Err(e) => {
-                    eprintln!("voxdesk: error: the task: {e}");
-                    return Ok(ExitCode::from(voxdesk::act::EXIT_BAD_INPUT));
-                }
-            };
-            let loaded = settings(cli.config.as_deref(), mode)?;
-            let opts = voxdesk::agent::RunOptions {
-                task: task.clone(),
-                step_cap,
+        } => cli::run::run(
+            cli::run::RunArgs {
+                provider,
+                model,
+                mode,
                 quiet,
-                wav_dir: narration_wav,
-                sessions_root: voxdesk::session::sessions_dir(),
-            };
-            let display = std::env::var("DISPLAY").unwrap_or_default();
-            let _lock = if loaded.settings.rails.mode == voxdesk::config::Mode::Observe {
-                None
-            } else {
-                Some(voxdesk::lock::GuiLock::acquire(
-                    &display,
-                    loaded.settings.lock_lease_ms,
-                )?)
-            };
-            let mut agent = voxdesk::agent::Agent::new(&loaded.settings, &opts)?;
-            let r = agent.run_with(&mut planner, &task, step_cap)?;
-            println!("session: {}", r.session_dir.display());
-            Ok(ExitCode::from(match r.status {
-                voxdesk::session::Status::Done => 0,
-                voxdesk::session::Status::Stopped => voxdesk::act::EXIT_STOPPED,
-                _ => 1,
-            }))
-        }
-        Cmd::Report { id, out } => {
-            let dir = if std::path::Path::new(&id).join("session.json").is_file() {
-                PathBuf::from(&id)
-            } else {
-                voxdesk::session::sessions_dir().join(&id)
-            };
-            anyhow::ensure!(
-                dir.join("session.json").is_file(),
-                "no session {id:?}: not a session directory, nor an id in {} (see `voxdesk sessions`)",
-                voxdesk::session::sessions_dir().display()
-            );
-            let record = voxdesk::session::load(&dir)?;
-            let out = out.unwrap_or_else(|| dir.join("report.html"));
-            std::fs::write(&out, voxdesk::report::render(&dir, &record))
-                .with_context(|| format!("writing {}", out.display()))?;
-            println!("{}", out.display());
-            Ok(ExitCode::SUCCESS)
-        }
-        Cmd::Sessions => {
-            let dir = voxdesk::session::sessions_dir();
-            let all = voxdesk::session::list(&dir);
-            if all.is_empty() {
-                eprintln!("no sessions yet in {}", dir.display());
-            }
-            for r in all {
-                match r {
-                    Ok(s) => println!(
-                        "{}  {:<8} steps {:>3}  verified {}  {:?}",
-                        s.id,
-                        format!("{:?}", s.status).to_lowercase(),
-                        s.steps.len(),
-                        s.verified_rate()
-                            .map(|v| format!("{:.0}%", v * 100.0))
-                            .unwrap_or_else(|| "n/a".into()),
-                        s.task
-                    ),
-                    Err(e) => println!("(unreadable) {e}"),
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+                narration_wav,
+                step_cap,
+                task,
+            },
+            config,
+        ),
+        Cmd::Report { id, out } => cli::sessions::report(&id, out),
+        Cmd::Sessions => cli::sessions::list(),
         Cmd::Config { mode } => {
-            print!("{}", settings(cli.config.as_deref(), mode)?.render());
-            Ok(ExitCode::SUCCESS)
+            print!("{}", cli::settings(config, mode)?.render());
+            Ok(Exit::Ok)
         }
         Cmd::Act {
             mode,
             json,
             yes,
             batch,
-        } => {
-            let loaded = settings(cli.config.as_deref(), mode)?;
-            let text = if batch == "-" {
-                let mut s = String::new();
-                std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-                    .context("reading the batch from standard input")?;
-                s
-            } else {
-                batch
-            };
-            let batch = match voxdesk::action::parse_batch(&text) {
-                Ok(b) => b,
-                Err(e) => {
-                    eprintln!("voxdesk: error: unusable batch: {e}");
-                    return Ok(ExitCode::from(voxdesk::act::EXIT_BAD_INPUT));
-                }
-            };
-            let report = match voxdesk::act::run(batch, &loaded.settings, yes) {
-                Ok(r) => r,
-                Err(e) if e.downcast_ref::<voxdesk::act::RefusedByLock>().is_some() => {
-                    eprintln!("voxdesk: {e}");
-                    return Ok(ExitCode::from(voxdesk::act::EXIT_REFUSED));
-                }
-                Err(e) => return Err(e),
-            };
-            if json {
-                println!("{}", serde_json::to_string(&report)?);
-            } else {
-                print!("{}", report.render());
-            }
-            Ok(ExitCode::from(report.exit_code()))
-        }
-        Cmd::Ocr { json, image } => {
-            let t = Instant::now();
-            let img = frame::load_image(&image)?;
-            let load_ms = t.elapsed().as_secs_f64() * 1000.0;
-            let (w, h) = img.dimensions();
-            let mut p = perception::Perceiver::new(perception::engine::default_workers())?;
-            let r = p.perceive(img.as_raw(), w, h, true)?;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string(&observation::ocr_dto(&r, &[("load", load_ms)]))?
-                );
-            } else {
-                print!("{}", observation::render_targets(&r.targets));
-                eprintln!(
-                    "{} targets in {w}x{h}, perceived in {:.0} ms",
-                    r.targets.len(),
-                    r.timings.total_ms
-                );
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => cli::act::run(mode, json, yes, batch, config),
+        Cmd::Ocr { json, image } => cli::look::ocr(json, &image),
         Cmd::Look {
             json,
             annotate,
             picture_max,
-            frame: frame_out,
-        } => {
-            let t = Instant::now();
-            let f = capture::capture_primary()?;
-            let capture_ms = t.elapsed().as_secs_f64() * 1000.0;
-            let app = capture::focused_window().unwrap_or_else(|e| {
-                tracing::warn!("focused window unknown: {e}");
-                None
-            });
-            let (w, h) = f.size();
-            let mut p = perception::Perceiver::new(perception::engine::default_workers())?;
-            let r = p.perceive(f.image.as_raw(), w, h, true)?;
-            if let Some(out) = &frame_out {
-                f.image
-                    .save_with_format(out, image::ImageFormat::Png)
-                    .with_context(|| format!("writing {}", out.display()))?;
-            }
-            if let Some(out) = &annotate {
-                let pic = picture::model_picture(
-                    &f,
-                    &r.targets,
-                    picture::PictureConfig {
-                        max_w: picture_max.0,
-                        max_h: picture_max.1,
-                        ..Default::default()
-                    },
-                )?;
-                let is_jpeg = out.extension().and_then(|e| e.to_str()).is_some_and(|e| {
-                    e.eq_ignore_ascii_case("jpg") || e.eq_ignore_ascii_case("jpeg")
-                });
-                if is_jpeg {
-                    std::fs::write(out, &pic.jpeg)
-                        .with_context(|| format!("writing {}", out.display()))?;
-                } else {
-                    pic.image
-                        .save_with_format(out, image::ImageFormat::Png)
-                        .with_context(|| format!("writing {}", out.display()))?;
-                }
-            }
-            let observation_id = format!(
-                "obs-{:x}-{}",
-                std::process::id(),
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_millis())
-                    .unwrap_or(0)
-            );
-            if json {
-                let dto = observation::LookDto {
-                    observation_id,
-                    app: app.as_ref().map(|a| a.app.clone()),
-                    window_title: app.as_ref().map(|a| a.title.clone()),
-                    scale: f.scale(),
-                    monitor: observation::MonitorDto {
-                        name: f.monitor.name.clone(),
-                        x: f.monitor.origin.0,
-                        y: f.monitor.origin.1,
-                        width: f.monitor.logical.0,
-                        height: f.monitor.logical.1,
-                    },
-                    ocr: observation::ocr_dto(&r, &[("capture", capture_ms)]),
-                };
-                println!("{}", serde_json::to_string(&dto)?);
-            } else {
-                println!(
-                    "observation {observation_id}: focused app {}",
-                    app.as_ref().map(|a| a.app.as_str()).unwrap_or("(none)")
-                );
-                print!("{}", observation::render_targets(&r.targets));
-                eprintln!(
-                    "{} targets; capture {capture_ms:.0} ms, perception {:.0} ms",
-                    r.targets.len(),
-                    r.timings.total_ms
-                );
-                if let Some(out) = annotate {
-                    eprintln!("annotated picture: {}", out.display());
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+            frame,
+        } => cli::look::look(cli::look::LookArgs {
+            json,
+            annotate,
+            picture_max,
+            frame,
+        }),
         Cmd::Doctor => {
-            let checks = doctor::run();
-            print!("{}", doctor::render(&checks));
-            Ok(if doctor::all_ok(&checks) {
-                ExitCode::SUCCESS
+            let checks = cli::doctor::run();
+            print!("{}", cli::doctor::render(&checks));
+            Ok(if cli::doctor::all_ok(&checks) {
+                Exit::Ok
             } else {
-                ExitCode::from(1)
+                Exit::Failed
             })
         }
-        Cmd::Bench {
-            what: BenchCmd::Loop { runs },
-        } => {
-            print!("{}", bench::loop_(runs)?);
-            Ok(ExitCode::SUCCESS)
-        }
-        Cmd::Bench {
-            what: BenchCmd::Act { runs },
-        } => {
-            print!("{}", bench::act(runs)?);
-            Ok(ExitCode::SUCCESS)
-        }
-        Cmd::Bench {
-            what:
-                BenchCmd::Perception {
-                    fixtures,
-                    runs,
-                    no_cli,
-                    misses,
-                },
-        } => {
-            let table = bench::perception(&bench::BenchOptions {
-                fixtures,
-                runs: runs.max(1),
-                cli: !no_cli,
-                misses,
-            })?;
-            print!("{table}");
-            Ok(ExitCode::SUCCESS)
+        Cmd::Bench { what } => {
+            print!(
+                "{}",
+                match what {
+                    BenchCmd::Loop { runs } => cli::bench::loop_(runs)?,
+                    BenchCmd::Act { runs } => cli::bench::act(runs)?,
+                    BenchCmd::Perception {
+                        fixtures,
+                        runs,
+                        no_cli,
+                        misses,
+                    } => cli::bench::perception(&cli::bench::BenchOptions {
+                        fixtures,
+                        runs: runs.max(1),
+                        cli: !no_cli,
+                        misses,
+                    })?,
+                }
+            );
+            Ok(Exit::Ok)
         }
     }
 }

@@ -5,6 +5,7 @@
 //! strip cache and the previous frame, and is the only entry point.
 
 pub mod engine;
+pub mod eval;
 pub mod lines;
 pub mod recognize;
 pub mod tiles;

@@ -1,9 +1,9 @@
 //! Perception on rendered UI fixtures with real Tesseract: the `ocr` command's JSON, bad input, recall floors, incremental = full, stable ids.
 
 use crate::util::*;
-use voxdesk::eval::{self, Found, GroundTruth};
-use voxdesk::frame::load_image;
+use voxdesk::perception::eval::{self, Found, GroundTruth};
 use voxdesk::perception::Perceiver;
+use voxdesk::screen::frame::load_image;
 
 fn gt(name: &str) -> GroundTruth {
     serde_json::from_str(&std::fs::read_to_string(fixture(&format!("{name}.json"))).unwrap())

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use base64::Engine as _;
 
-use crate::session::{SessionRecord, StepRecord};
+use crate::record::session::{SessionRecord, StepRecord};
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -188,7 +188,7 @@ impl View {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::{PhaseTimes, Recorder, Status};
+    use crate::record::session::{PhaseTimes, Recorder, Status};
 
     #[test]
     fn report_embeds_images_marks_clicks_and_escapes_text() {

@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use crate::eval::{self, Found, GroundTruth, Score};
-use crate::frame::load_image;
-use crate::perception::{engine, Perceiver};
+use voxdesk::perception::eval::{self, Found, GroundTruth, Score};
+use voxdesk::perception::{engine, Perceiver};
+use voxdesk::screen::frame::load_image;
 
 pub struct BenchOptions {
     pub fixtures: PathBuf,
@@ -147,7 +147,7 @@ pub fn perception(opts: &BenchOptions) -> Result<String> {
     ));
 
     // Capture, when there is a display.
-    let capture_row = match crate::capture::Capturer::new() {
+    let capture_row = match voxdesk::screen::capture::Capturer::new() {
         Ok(c) => {
             let mut times = Vec::new();
             let mut size = (0, 0);
@@ -309,7 +309,7 @@ pub fn tesseract_cli(png: &Path, psm: &str) -> Result<Vec<Found>> {
         }
         let num = |i: usize| f[i].parse::<i32>().unwrap_or(0);
         let key = (num(2) as u32, num(3) as u32, num(4) as u32);
-        let r = crate::geometry::Rect::new(num(6), num(7), num(8), num(9));
+        let r = voxdesk::geometry::Rect::new(num(6), num(7), num(8), num(9));
         match lines.iter_mut().find(|(k, _)| *k == key) {
             Some((_, found)) => {
                 found.text.push(' ');
@@ -332,14 +332,15 @@ pub fn tesseract_cli(png: &Path, psm: &str) -> Result<Vec<Found>> {
 /// rail checking per batch, dispatch overhead per action. Needs a display; it presses only
 /// Shift and the stop combination on whatever has focus, so run it on a virtual desktop.
 pub fn act(runs: usize) -> Result<String> {
-    use crate::action::parse_batch;
-    use crate::actuator::{Actuator, StopLatch, StopWatcher};
-    use crate::config::Settings;
-    use crate::geometry::{Mapping, Rect};
-    use crate::perception::Target;
-    use crate::rails::{self, Decision, Screen};
     use std::sync::Arc;
     use std::time::Duration;
+    use voxdesk::action::parse_batch;
+    use voxdesk::config::Settings;
+    use voxdesk::geometry::{Mapping, Rect};
+    use voxdesk::input::actuator::Actuator;
+    use voxdesk::input::stop::{StopLatch, StopWatcher};
+    use voxdesk::perception::Target;
+    use voxdesk::safety::rails::{self, Decision, Screen};
 
     let mut out = String::new();
     let settings = Settings::default();
@@ -386,10 +387,10 @@ pub fn act(runs: usize) -> Result<String> {
         r#"{{"actions":[{}]}}"#,
         [r#"{"action":"key","combo":"shift"}"#; 10].join(",")
     ))?;
-    let shift_batch = |b: &crate::action::Batch| -> Result<rails::Approved> {
+    let shift_batch = |b: &voxdesk::action::Batch| -> Result<rails::Approved> {
         let c = rails::check(b, &screen, &rails_cfg, &settings.stop.combo)
             .map_err(|r| anyhow::anyhow!("{r}"))?;
-        match rails::approve(c, crate::config::Mode::Auto, &rails_cfg, true) {
+        match rails::approve(c, voxdesk::config::Mode::Auto, &rails_cfg, true) {
             Decision::Run(a) => Ok(a),
             other => anyhow::bail!("not approved: {other:?}"),
         }
@@ -410,8 +411,10 @@ pub fn act(runs: usize) -> Result<String> {
     // calling thread blocked in OCR the whole time.
     let hold = Duration::from_millis(settings.stop.hold_ms);
     let mut lat = Vec::new();
-    let img =
-        crate::frame::load_image(std::path::Path::new("tests/fixtures/ui/files-light-1x.png")).ok();
+    let img = voxdesk::screen::frame::load_image(std::path::Path::new(
+        "tests/fixtures/ui/files-light-1x.png",
+    ))
+    .ok();
     let mut perceiver = Perceiver::new(1)?;
     for _ in 0..runs.max(10) {
         let latch = Arc::new(StopLatch::default());
@@ -472,8 +475,6 @@ pub fn percentile(v: &mut [f64], p: f64) -> f64 {
 /// `voxdesk bench loop`: on a virtual desktop, starts xcalc and measures the loop: overhead per
 /// step (everything but planning), a 4-step task end to end, and resident memory over 100 steps.
 pub fn loop_(runs: usize) -> Result<String> {
-    use crate::agent::{Agent, RunOptions};
-    use crate::config::{Mode, Settings};
     let mut out = String::new();
     let mut calc = Command::new("xcalc")
         .args(["-geometry", "300x400+400+200"])
@@ -481,102 +482,130 @@ pub fn loop_(runs: usize) -> Result<String> {
         .stderr(std::process::Stdio::null())
         .spawn()
         .context("starting xcalc (apt-get install x11-apps)")?;
-    let result = (|| -> Result<String> {
-        std::thread::sleep(std::time::Duration::from_millis(1500));
-        let _ = Command::new("xdotool")
-            .args(["search", "--class", "XCalc", "windowactivate", "--sync"])
-            .status();
-        let mut settings = Settings::default();
-        settings.rails.mode = Mode::Auto;
-        settings.rails.allow_apps = vec!["XCalc".into()];
-        let root = std::env::temp_dir().join(format!("voxdesk-bench-{}", std::process::id()));
-        let opts = |task: &str| RunOptions {
-            task: task.into(),
-            step_cap: 200,
-            quiet: true,
-            wav_dir: None,
-            sessions_root: root.clone(),
-        };
-        let task = "click 7, click +, click 5, click =";
-        let mut e2e = Vec::new();
-        let mut per_step = Vec::new();
-        for _ in 0..runs.max(3) {
-            let mut agent = Agent::new(&settings, &opts(task))?;
-            agent.narrator = crate::narrate::Narrator::silent();
-            let t = Instant::now();
-            let r = agent.run(task, 20)?;
-            e2e.push(t.elapsed().as_secs_f64() * 1000.0);
-            anyhow::ensure!(
-                r.status == crate::session::Status::Done,
-                "bench task did not finish: {}",
-                r.summary
-            );
-            for s in &agent.recorder.record.steps {
-                let p = &s.timings_ms;
-                per_step.push(p.capture + p.ocr + p.act + p.settle + p.verify);
-            }
-        }
-        let mut s = format!(
-            "loop overhead per step (observe + rails + act + settle + verify, planner excluded): median {:.0} ms over {} steps (target ≤ 400 ms)\n4-step xcalc task end to end, offline planner: median {:.0} ms over {} runs (target ≤ 3000 ms)\n",
-            median(&mut per_step.clone()),
-            per_step.len(),
-            median(&mut e2e.clone()),
-            e2e.len()
-        );
-        // Memory over 100 steps: two runs of 50 in one process; growth shows as the second delta.
-        // ("DRG" cycles the DEG/RAD/GRAD indicator: every step changes the screen, and the label
-        // stays unambiguous.)
-        let half = vec!["click DRG"; 50].join(", ");
-        let rss = || {
-            std::fs::read_to_string("/proc/self/status")
-                .ok()
-                .and_then(|t| {
-                    t.lines()
-                        .find(|l| l.starts_with("VmRSS:"))
-                        .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-                })
-                .unwrap_or(0.0)
-                / 1024.0
-        };
-        let start = rss();
-        let mut agent = Agent::new(&settings, &opts(&half))?;
-        agent.narrator = crate::narrate::Narrator::silent();
-        let r1 = agent.run(&half, 60)?;
-        let mid = rss();
-        let r2 = agent.run(&half, 60)?;
-        let end = rss();
-        anyhow::ensure!(
-            r1.status == crate::session::Status::Done && r2.status == crate::session::Status::Done,
-            "memory run did not finish: {} / {}",
-            r1.summary,
-            r2.summary
-        );
-        s.push_str(&format!(
-            "resident memory over a 100-step run: {start:.0} MB at start, {mid:.0} MB after 50 steps, {end:.0} MB after 100 (growth over the second 50: {:+.1} MB) (target ≤ 200 MB, no growth trend)\n",
-            end - mid
-        ));
-        let _ = std::fs::remove_dir_all(&root);
-        // Narration must never hold the loop up: time `say` itself with the voice on (rendering
-        // and playback happen on the voice thread; stdout goes to the bench's own output).
-        let mut voice = crate::narrate::Narrator::new(false, None, None);
-        let mut says = Vec::new();
-        for i in 0..20 {
-            let t = Instant::now();
-            voice.say(&format!("Clicking {i}."));
-            says.push(t.elapsed().as_secs_f64() * 1e6);
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        voice.cut();
-        drop(voice);
-        s.push_str(&format!(
-            "narration: say() returns in {:.0} µs median over {} sentences (voice on; rendering and playback are on the voice thread)\n",
-            median(&mut says),
-            says.len()
-        ));
-        Ok(s)
-    })();
+    let result = loop_on_xcalc(runs);
     let _ = calc.kill();
     let _ = calc.wait();
     out.push_str(&result?);
     Ok(out)
+}
+
+/// One task through a fresh desk, silent (no console, no voice): its ending and step records.
+fn bench_task(
+    settings: &voxdesk::config::Settings,
+    root: &Path,
+    task: &str,
+    step_cap: usize,
+) -> Result<(
+    voxdesk::agent::Ending,
+    Vec<voxdesk::record::session::StepRecord>,
+)> {
+    use voxdesk::agent::{drive, registry, Limits};
+    use voxdesk::desk::{confirm::Nobody, Desk, RecordSpec};
+    let mut driver = registry::driver("local", None, task)?;
+    let spec = RecordSpec {
+        root: root.to_path_buf(),
+        task: task.into(),
+        provider: driver.provider().into(),
+        model: driver.model().into(),
+        decomposition: driver.decomposition(),
+    };
+    let latch = std::sync::Arc::new(voxdesk::input::stop::StopLatch::default());
+    let mut desk = Desk::new(settings, Some(spec), Box::new(Nobody), latch)?;
+    let end = drive(
+        driver.as_mut(),
+        &mut desk,
+        Limits {
+            step_cap,
+            no_progress: 3,
+        },
+    );
+    let steps = desk.record().map(|r| r.steps.clone()).unwrap_or_default();
+    Ok((end, steps))
+}
+
+fn loop_on_xcalc(runs: usize) -> Result<String> {
+    use voxdesk::config::{Mode, Settings};
+    use voxdesk::record::session::Status;
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let _ = Command::new("xdotool")
+        .args(["search", "--class", "XCalc", "windowactivate", "--sync"])
+        .status();
+    let mut settings = Settings::default();
+    settings.rails.mode = Mode::Auto;
+    settings.rails.allow_apps = vec!["XCalc".into()];
+    let root = std::env::temp_dir().join(format!("voxdesk-bench-{}", std::process::id()));
+    let task = "click 7, click +, click 5, click =";
+    let mut e2e = Vec::new();
+    let mut per_step = Vec::new();
+    for _ in 0..runs.max(3) {
+        let t = Instant::now();
+        let (end, steps) = bench_task(&settings, &root, task, 20)?;
+        e2e.push(t.elapsed().as_secs_f64() * 1000.0);
+        anyhow::ensure!(
+            end.status == Status::Done,
+            "bench task did not finish: {}",
+            end.summary
+        );
+        for s in &steps {
+            let p = &s.timings_ms;
+            per_step.push(p.capture + p.ocr + p.act + p.settle + p.verify);
+        }
+    }
+    let mut s = format!(
+        "loop overhead per step (observe + rails + act + settle + verify, planner excluded): median {:.0} ms over {} steps (target ≤ 400 ms)\n4-step xcalc task end to end, offline planner: median {:.0} ms over {} runs (target ≤ 3000 ms)\n",
+        median(&mut per_step.clone()),
+        per_step.len(),
+        median(&mut e2e.clone()),
+        e2e.len()
+    );
+    // Memory over 100 steps: two sessions of 50 in one process; growth shows as the second
+    // delta. ("DRG" cycles the DEG/RAD/GRAD indicator: every step changes the screen, and the
+    // label stays unambiguous.)
+    let half = vec!["click DRG"; 50].join(", ");
+    let start = rss_mb();
+    let (r1, _) = bench_task(&settings, &root, &half, 60)?;
+    let mid = rss_mb();
+    let (r2, _) = bench_task(&settings, &root, &half, 60)?;
+    let end = rss_mb();
+    anyhow::ensure!(
+        r1.status == Status::Done && r2.status == Status::Done,
+        "memory run did not finish: {} / {}",
+        r1.summary,
+        r2.summary
+    );
+    s.push_str(&format!(
+        "resident memory over a 100-step run: {start:.0} MB at start, {mid:.0} MB after 50 steps, {end:.0} MB after 100 (growth over the second 50: {:+.1} MB) (target ≤ 200 MB, no growth trend)\n",
+        end - mid
+    ));
+    let _ = std::fs::remove_dir_all(&root);
+    // Narration must never hold the loop up: time `say` itself with the voice on (rendering
+    // and playback happen on the voice thread).
+    let mut voice = voxdesk::voice::narrate::Narrator::new(true, None, None);
+    let mut says = Vec::new();
+    for i in 0..20 {
+        let t = Instant::now();
+        voice.say(&format!("Clicking {i}."));
+        says.push(t.elapsed().as_secs_f64() * 1e6);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    voice.cut();
+    drop(voice);
+    s.push_str(&format!(
+        "narration: say() returns in {:.0} µs median over {} sentences (voice on; rendering and playback are on the voice thread)\n",
+        median(&mut says),
+        says.len()
+    ));
+    Ok(s)
+}
+
+fn rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .unwrap_or(0.0)
+        / 1024.0
 }

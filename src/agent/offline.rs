@@ -1,12 +1,16 @@
-//! The offline planner (`--provider local`): plain imperative English, parsed deterministically into steps, each with the expectation it implies; labels matched against targets, never guessed.
+//! The offline planner (`--provider local`), a driver like any model: plain imperative English parsed deterministically into steps, each with the expectation it implies; labels matched against targets, never guessed.
 //!
 //! Grammar (case-insensitive; steps joined by "then", commas, or "and"):
 //! `click L`, `double-click L`, `right-click L`, `type "text"`, `press COMBO`,
 //! `scroll up|down|left|right [N] [in L]`, `drag L to L`, `wait for L`, `wait N ms|s`,
 //! `open L then L` (open = click). `L` is a label as it appears on screen, quotes optional.
 
-use crate::action::{parse_combo, Action, Combo, Direction, Expect, Pos};
+use super::{Driver, Move, What};
+use crate::action::{parse_combo, Action, Batch, Combo, Direction, Expect, Pos};
+use crate::desk::tool::{ActStatus, ObservationView, ToolCall, ToolResult};
+use crate::desk::verify::Verdict;
 use crate::perception::Target;
+use crate::screen::text::label_matches;
 
 /// One step of the task, before it is bound to targets on a screen.
 #[derive(Debug, Clone, PartialEq)]
@@ -275,27 +279,6 @@ fn parse_step(s: &str, step: usize) -> Result<Intent, PlanError> {
     })
 }
 
-/// Compare a label as spoken with a target's text, tolerating case and small OCR slips
-/// (0/O, 1/l/I, 5/S, 8/B, rn/m) — but never a different word.
-pub fn label_matches(want: &str, got: &str) -> bool {
-    fn canon(s: &str) -> String {
-        s.to_lowercase()
-            .replace("rn", "m")
-            .chars()
-            .filter(|c| !c.is_whitespace() && !matches!(c, '.' | ':' | '…'))
-            .map(|c| match c {
-                '0' => 'o',
-                '1' | 'i' | '|' | '!' => 'l',
-                '5' => 's',
-                '8' => 'b',
-                c => c,
-            })
-            .collect()
-    }
-    let (w, g) = (canon(want), canon(got));
-    !w.is_empty() && w == g
-}
-
 /// Why a label could not be bound.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BindError {
@@ -418,8 +401,8 @@ pub fn bind(intent: &Intent, targets: &[Target]) -> Result<(Vec<Action>, Expect)
     })
 }
 
-/// The offline planner behind the [`super::Planner`] boundary: one parsed step at a time, moving
-/// on when the step verifies (or cannot be verified).
+/// The offline planner as a driver: one parsed step at a time, moving on when the step verifies
+/// (or cannot be verified), narrating each plan and each result.
 pub struct LocalPlanner {
     intents: Vec<Intent>,
     /// Per step: the menu item it should bring up (see [`parse_task_with_menus`]).
@@ -435,6 +418,47 @@ impl LocalPlanner {
             opens,
             next: 0,
         })
+    }
+
+    /// Bind the next step to the targets of `o`.
+    fn plan_on(&mut self, o: &ObservationView, mut say: Vec<String>) -> Move {
+        let Some(intent) = self.intents.get(self.next) else {
+            let n = self.intents.len();
+            return Move {
+                say,
+                plan: String::new(),
+                what: What::Call(ToolCall::Done {
+                    success: true,
+                    summary: format!("done: {n} step{}", if n == 1 { "" } else { "s" }),
+                }),
+            };
+        };
+        match bind(intent, &o.capture_targets) {
+            Ok((actions, mut expect)) => {
+                if let Some(item) = &self.opens[self.next] {
+                    expect.appears.push(item.clone());
+                }
+                let plan = describe(intent, &actions, &o.capture_targets);
+                say.push(format!("{plan}."));
+                Move {
+                    say,
+                    plan,
+                    what: What::Call(ToolCall::Act(Batch {
+                        observation_id: Some(o.id.clone()),
+                        actions,
+                        expect,
+                    })),
+                }
+            }
+            Err(e) => {
+                say.push(format!("I can't find it: {e}."));
+                Move {
+                    say,
+                    plan: String::new(),
+                    what: What::Stuck(e.to_string()),
+                }
+            }
+        }
     }
 }
 
@@ -464,7 +488,18 @@ fn describe(intent: &Intent, actions: &[Action], targets: &[Target]) -> String {
     }
 }
 
-impl super::Planner for LocalPlanner {
+fn give_up(say: Vec<String>, summary: String) -> Move {
+    Move {
+        say,
+        plan: String::new(),
+        what: What::Call(ToolCall::Done {
+            success: false,
+            summary,
+        }),
+    }
+}
+
+impl Driver for LocalPlanner {
     fn provider(&self) -> &str {
         "local"
     }
@@ -474,32 +509,56 @@ impl super::Planner for LocalPlanner {
     fn decomposition(&self) -> Vec<String> {
         self.intents.iter().map(|i| format!("{i:?}")).collect()
     }
-    fn plan(&mut self, input: &super::PlanInput) -> super::Planned {
-        let Some(intent) = self.intents.get(self.next) else {
-            let n = self.intents.len();
-            return super::Planned::Done {
-                success: true,
-                summary: format!("done: {n} step{}", if n == 1 { "" } else { "s" }),
-            };
+    fn next(&mut self, last: &ToolResult) -> Move {
+        let observe = |say| Move {
+            say,
+            plan: String::new(),
+            what: What::Call(ToolCall::Observe),
         };
-        match bind(intent, input.targets) {
-            Ok((actions, mut expect)) => {
-                if let Some(item) = &self.opens[self.next] {
-                    expect.appears.push(item.clone());
-                }
-                let say = describe(intent, &actions, input.targets);
-                super::Planned::Act {
-                    actions,
-                    expect,
-                    say,
-                }
+        let a = match last {
+            ToolResult::Observation(o) => return self.plan_on(o, Vec::new()),
+            ToolResult::Act(a) => a,
+            // A failed look: look again (the policy counts it against progress).
+            ToolResult::Error { .. } => return observe(Vec::new()),
+            ToolResult::Ended { status, summary } => {
+                return give_up(
+                    Vec::new(),
+                    format!("the session already ended ({status:?}): {summary}"),
+                )
             }
-            Err(e) => super::Planned::Stuck(e.to_string()),
+        };
+        let mut say = Vec::new();
+        match a.status {
+            // Nothing else can be tried: this planner has one way to do each step.
+            ActStatus::Refused | ActStatus::Stopped => {
+                let r = a.refusal.as_ref();
+                return give_up(
+                    say,
+                    r.map(|r| format!("refused by rule `{}`: {}", r.rule, r.message))
+                        .unwrap_or_else(|| "refused".into()),
+                );
+            }
+            ActStatus::Declined => {
+                let why = a
+                    .refusal
+                    .as_ref()
+                    .map(|r| r.message.clone())
+                    .unwrap_or_default();
+                return give_up(say, why);
+            }
+            ActStatus::Recorded => self.next += 1,
+            ActStatus::Ran | ActStatus::Failed => match &a.verdict {
+                Verdict::Verified(why) => {
+                    say.push(format!("Done: {why}."));
+                    self.next += 1;
+                }
+                Verdict::Unverified => self.next += 1,
+                Verdict::Failed { reason, .. } => say.push(format!("That didn't work: {reason}.")),
+            },
         }
-    }
-    fn outcome(&mut self, verdict: &crate::verify::Verdict) {
-        if !matches!(verdict, crate::verify::Verdict::Failed { .. }) {
-            self.next += 1;
+        match &a.after {
+            Some(o) => self.plan_on(o, say),
+            None => observe(say),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::action::Expect;
 use crate::perception::Target;
-use crate::planner::local::label_matches;
+use crate::screen::text::present;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
@@ -23,15 +23,15 @@ impl Verdict {
             Verdict::Unverified => "unverified",
         }
     }
-}
 
-/// Is `text` on screen? A target equal to it (OCR slips tolerated), or containing it as words.
-pub fn present(text: &str, targets: &[Target]) -> bool {
-    let want = text.to_lowercase();
-    targets.iter().any(|t| {
-        label_matches(text, &t.text)
-            || format!(" {} ", t.text.to_lowercase()).contains(&format!(" {want} "))
-    })
+    /// What was seen: why it verified or why it failed.
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Verdict::Verified(w) => Some(w),
+            Verdict::Failed { reason, .. } => Some(reason),
+            Verdict::Unverified => None,
+        }
+    }
 }
 
 /// Judge `expect` against the screen after the act. `changed` is whether any perception tile

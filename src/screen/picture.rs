@@ -2,9 +2,9 @@
 
 use image::{imageops, ImageEncoder, Rgba, RgbaImage};
 
-use crate::frame::Frame;
 use crate::geometry::{fit_within, Mapping, Rect};
 use crate::perception::Target;
+use crate::screen::frame::Frame;
 
 /// Providers refuse images past 5 MB; stay well under it.
 pub const MAX_BYTES: usize = 5 * 1024 * 1024;
@@ -215,7 +215,7 @@ mod tests {
         }
         let frame = Frame {
             image: img,
-            monitor: crate::frame::Monitor {
+            monitor: crate::screen::frame::Monitor {
                 name: "m".into(),
                 origin: (0, 0),
                 logical: (1920, 1080),

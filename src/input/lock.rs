@@ -7,6 +7,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -86,6 +87,7 @@ impl Guard {
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(crate::private::FILE_MODE)
             .open(path)
             .map_err(io)?;
         // SAFETY: flock on an fd we own; blocks only for another process's check-and-replace.
@@ -106,7 +108,7 @@ impl Drop for Guard {
 
 fn write_owner(path: &Path, o: &Owner) -> std::io::Result<()> {
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let mut f = File::create(&tmp)?;
+    let mut f = crate::private::create(&tmp)?;
     f.write_all(
         serde_json::to_string(o)
             .map_err(std::io::Error::other)?
@@ -132,7 +134,7 @@ impl GuiLock {
             source: e,
         };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
+            crate::private::dir(dir).map_err(io)?;
         }
         let pid = std::process::id();
         let me = Owner {

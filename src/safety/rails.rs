@@ -6,7 +6,11 @@
 
 use std::fmt;
 
-use crate::action::{Action, Batch, Combo, Direction, Modifier, Pos};
+use super::phrases::{
+    destructive_combo, destructive_text, password_field, phrase, DESTRUCTIVE_DIALOG, PURCHASE,
+    SHELL_META,
+};
+use crate::action::{Action, Batch, Combo, Direction, Pos};
 use crate::config::{Mode, Rails, MAX_ACTIONS_CEILING};
 use crate::geometry::{CapturePoint, ImagePoint, LogicalPoint, Mapping, Rect};
 use crate::perception::Target;
@@ -212,137 +216,60 @@ pub fn check(
     if batch.actions.len() > cap {
         return Err(refuse("max-actions", None, format!("{} actions in one batch; at most {cap} are allowed (the batch is refused whole, not truncated)", batch.actions.len())));
     }
-    let touches_input = batch
+    if batch
         .actions
         .iter()
-        .any(|a| !matches!(a, Action::Wait { .. }));
-    if touches_input {
+        .any(|a| !matches!(a, Action::Wait { .. }))
+    {
         allowlist(screen.app, rails)?;
     }
-    let is_terminal = screen
-        .app
-        .is_some_and(|app| rails.terminals.iter().any(|t| t.eq_ignore_ascii_case(app)));
-    let mut steps = Vec::with_capacity(batch.actions.len());
-    let mut destructive = Vec::new();
-    // The field the keyboard goes to: the last clicked target in this batch.
-    let mut focus_target: Option<&Target> = None;
-    for (i, a) in batch.actions.iter().enumerate() {
-        let n = Some(i + 1);
-        let resolve = |p: &Pos| -> Result<(LogicalPoint, Option<&Target>), Refusal> {
-            let (cp, t) = match p {
-                Pos::Target(id) => {
-                    let t = screen.targets.iter().find(|t| t.id == *id).ok_or_else(|| {
-                        refuse(
-                            "unknown-target",
-                            n,
-                            format!(
-                                "target {id} is not in observation {}",
-                                screen.observation_id
-                            ),
-                        )
-                    })?;
-                    (t.rect.centre(), Some(t))
-                }
-                Pos::Point { x, y } => (
-                    screen
-                        .mapping
-                        .image_to_capture(ImagePoint { x: *x, y: *y })
-                        .map_err(|e| refuse("out-of-bounds", n, e.to_string()))?,
-                    None,
-                ),
-            };
-            let lp = screen
-                .mapping
-                .capture_to_logical(cp)
-                .map_err(|e| refuse("out-of-bounds", n, e.to_string()))?;
-            if let Some(r) = rails.forbidden_regions.iter().find(|r| contains(r, lp)) {
-                return Err(refuse(
-                    "forbidden-region",
-                    n,
-                    format!(
-                        "({}, {}) lies in the forbidden region {}x{}+{}+{}",
-                        lp.x, lp.y, r.w, r.h, r.x, r.y
-                    ),
-                ));
-            }
-            Ok((lp, t))
-        };
-        let step = match a {
+    let mut ctx = Ctx {
+        screen,
+        rails,
+        stop_combo,
+        is_terminal: screen
+            .app
+            .is_some_and(|app| rails.terminals.iter().any(|t| t.eq_ignore_ascii_case(app))),
+        focus: None,
+        destructive: Vec::new(),
+    };
+    let steps = batch
+        .actions
+        .iter()
+        .enumerate()
+        .map(|(i, a)| ctx.step(i + 1, a))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Checked {
+        steps,
+        destructive: ctx.destructive,
+    })
+}
+
+/// What the rails carry from one action of a batch to the next.
+struct Ctx<'a> {
+    screen: &'a Screen<'a>,
+    rails: &'a Rails,
+    stop_combo: &'a Combo,
+    is_terminal: bool,
+    /// The field the keyboard goes to: the last clicked target in this batch.
+    focus: Option<&'a Target>,
+    destructive: Vec<(usize, String)>,
+}
+
+impl<'a> Ctx<'a> {
+    /// Check action `n` (1-based) and resolve it to a step.
+    fn step(&mut self, n: usize, a: &Action) -> Result<Step, Refusal> {
+        match a {
             Action::Click { at } | Action::DoubleClick { at } | Action::RightClick { at } => {
-                let (lp, t) = resolve(at)?;
-                if let Some(t) = t {
-                    if let Some(p) = phrase(&t.text, PURCHASE) {
-                        return Err(refuse("purchase", n, format!("target {} {:?} confirms a purchase or payment ({p:?}); voxdesk never does", t.id, t.text)));
-                    }
-                    if let Some(p) = phrase(&t.text, DESTRUCTIVE_DIALOG) {
-                        return Err(refuse("destructive-dialog", n, format!("target {} {:?} accepts a destructive dialog ({p:?}); do that yourself", t.id, t.text)));
-                    }
-                    focus_target = Some(t);
-                }
                 let (button, count) = match a {
                     Action::DoubleClick { .. } => (Button::Left, 2),
                     Action::RightClick { .. } => (Button::Right, 1),
                     _ => (Button::Left, 1),
                 };
-                Step::Click {
-                    at: lp,
-                    button,
-                    count,
-                }
+                self.click(n, at, button, count)
             }
-            Action::Type { text } => {
-                let chars = text.chars().count();
-                if chars > MAX_TYPE_CHARS {
-                    return Err(refuse(
-                        "hard-cap",
-                        n,
-                        format!("`text` must be at most {MAX_TYPE_CHARS} characters, got {chars}"),
-                    ));
-                }
-                if let Some(why) = password_field(focus_target, screen.targets) {
-                    return Err(refuse("password-field", n, why));
-                }
-                if is_terminal {
-                    if let Some(c) = text.chars().find(|c| SHELL_META.contains(*c)) {
-                        return Err(refuse("terminal-metachar", n, format!("typing {c:?} into the terminal {:?} is refused (shell metacharacters: ; | & $ ` > < and newlines)", screen.app.unwrap_or(""))));
-                    }
-                }
-                if let Some(w) = destructive_text(text) {
-                    destructive.push((i + 1, w));
-                }
-                Step::Type { text: text.clone() }
-            }
-            Action::Key { combo } => {
-                if covers(combo, stop_combo) {
-                    return Err(refuse("stop-combo", n, format!("{combo} is the emergency stop combination; voxdesk never synthesizes it")));
-                }
-                if let Some(f) = rails.forbidden_combos.iter().find(|f| *f == combo) {
-                    return Err(refuse("forbidden-combo", n, format!("{f} is forbidden")));
-                }
-                if combo.key == "enter" && combo.modifiers.is_empty() {
-                    // Enter accepts whatever dialog is up: refuse it when the screen offers a
-                    // purchase or a destructive confirmation.
-                    if let Some(t) = screen.targets.iter().find(|t| {
-                        phrase(&t.text, PURCHASE).is_some()
-                            || phrase(&t.text, DESTRUCTIVE_DIALOG).is_some()
-                    }) {
-                        return Err(refuse(
-                            "destructive-dialog",
-                            n,
-                            format!(
-                                "Enter would accept {:?} (target {}); do that yourself",
-                                t.text, t.id
-                            ),
-                        ));
-                    }
-                }
-                if let Some(w) = destructive_combo(combo) {
-                    destructive.push((i + 1, w));
-                }
-                Step::Key {
-                    combo: combo.clone(),
-                }
-            }
+            Action::Type { text } => self.type_text(n, text),
+            Action::Key { combo } => self.key(n, combo),
             Action::Scroll {
                 direction,
                 amount,
@@ -351,40 +278,182 @@ pub fn check(
                 if *amount > MAX_SCROLL {
                     return Err(refuse(
                         "hard-cap",
-                        n,
+                        Some(n),
                         format!("`amount` must be 1..{MAX_SCROLL}, got {amount}"),
                     ));
                 }
                 let at = match at {
-                    Some(p) => Some(resolve(p)?.0),
+                    Some(p) => Some(self.resolve(n, p)?.0),
                     None => None,
                 };
-                Step::Scroll {
+                Ok(Step::Scroll {
                     direction: *direction,
                     amount: *amount,
                     at,
-                }
+                })
             }
             Action::Drag { from, to } => {
-                let (f, _) = resolve(from)?;
-                let (t, _) = resolve(to)?;
-                destructive.push((i + 1, "drags move or delete things".into()));
-                Step::Drag { from: f, to: t }
+                let (from, _) = self.resolve(n, from)?;
+                let (to, _) = self.resolve(n, to)?;
+                self.destructive
+                    .push((n, "drags move or delete things".into()));
+                Ok(Step::Drag { from, to })
             }
             Action::Wait { ms } => {
                 if *ms > MAX_WAIT_MS {
                     return Err(refuse(
                         "hard-cap",
-                        n,
+                        Some(n),
                         format!("`ms` must be at most {MAX_WAIT_MS} (30 s), got {ms}"),
                     ));
                 }
-                Step::Wait { ms: *ms }
+                Ok(Step::Wait { ms: *ms })
             }
-        };
-        steps.push(step);
+        }
     }
-    Ok(Checked { steps, destructive })
+
+    /// A position's final logical point (and its target), checked against the forbidden regions.
+    fn resolve(&self, n: usize, p: &Pos) -> Result<(LogicalPoint, Option<&'a Target>), Refusal> {
+        let screen = self.screen;
+        let (cp, t) = match p {
+            Pos::Target(id) => {
+                let t = screen.targets.iter().find(|t| t.id == *id).ok_or_else(|| {
+                    refuse(
+                        "unknown-target",
+                        Some(n),
+                        format!(
+                            "target {id} is not in observation {}",
+                            screen.observation_id
+                        ),
+                    )
+                })?;
+                (t.rect.centre(), Some(t))
+            }
+            Pos::Point { x, y } => (
+                screen
+                    .mapping
+                    .image_to_capture(ImagePoint { x: *x, y: *y })
+                    .map_err(|e| refuse("out-of-bounds", Some(n), e.to_string()))?,
+                None,
+            ),
+        };
+        let lp = screen
+            .mapping
+            .capture_to_logical(cp)
+            .map_err(|e| refuse("out-of-bounds", Some(n), e.to_string()))?;
+        if let Some(r) = self
+            .rails
+            .forbidden_regions
+            .iter()
+            .find(|r| contains(r, lp))
+        {
+            return Err(refuse(
+                "forbidden-region",
+                Some(n),
+                format!(
+                    "({}, {}) lies in the forbidden region {}x{}+{}+{}",
+                    lp.x, lp.y, r.w, r.h, r.x, r.y
+                ),
+            ));
+        }
+        Ok((lp, t))
+    }
+
+    fn click(&mut self, n: usize, at: &Pos, button: Button, count: u8) -> Result<Step, Refusal> {
+        let (lp, t) = self.resolve(n, at)?;
+        if let Some(t) = t {
+            if let Some(p) = phrase(&t.text, PURCHASE) {
+                return Err(refuse(
+                    "purchase",
+                    Some(n),
+                    format!(
+                        "target {} {:?} confirms a purchase or payment ({p:?}); voxdesk never does",
+                        t.id, t.text
+                    ),
+                ));
+            }
+            if let Some(p) = phrase(&t.text, DESTRUCTIVE_DIALOG) {
+                return Err(refuse(
+                    "destructive-dialog",
+                    Some(n),
+                    format!(
+                        "target {} {:?} accepts a destructive dialog ({p:?}); do that yourself",
+                        t.id, t.text
+                    ),
+                ));
+            }
+            self.focus = Some(t);
+        }
+        Ok(Step::Click {
+            at: lp,
+            button,
+            count,
+        })
+    }
+
+    fn type_text(&mut self, n: usize, text: &str) -> Result<Step, Refusal> {
+        let chars = text.chars().count();
+        if chars > MAX_TYPE_CHARS {
+            return Err(refuse(
+                "hard-cap",
+                Some(n),
+                format!("`text` must be at most {MAX_TYPE_CHARS} characters, got {chars}"),
+            ));
+        }
+        if let Some(why) = password_field(self.focus, self.screen.targets) {
+            return Err(refuse("password-field", Some(n), why));
+        }
+        if self.is_terminal {
+            if let Some(c) = text.chars().find(|c| SHELL_META.contains(*c)) {
+                return Err(refuse("terminal-metachar", Some(n), format!("typing {c:?} into the terminal {:?} is refused (shell metacharacters: ; | & $ ` > < and newlines)", self.screen.app.unwrap_or(""))));
+            }
+        }
+        if let Some(w) = destructive_text(text) {
+            self.destructive.push((n, w));
+        }
+        Ok(Step::Type {
+            text: text.to_string(),
+        })
+    }
+
+    fn key(&mut self, n: usize, combo: &Combo) -> Result<Step, Refusal> {
+        if covers(combo, self.stop_combo) {
+            return Err(refuse(
+                "stop-combo",
+                Some(n),
+                format!("{combo} is the emergency stop combination; voxdesk never synthesizes it"),
+            ));
+        }
+        if let Some(f) = self.rails.forbidden_combos.iter().find(|f| *f == combo) {
+            return Err(refuse(
+                "forbidden-combo",
+                Some(n),
+                format!("{f} is forbidden"),
+            ));
+        }
+        if combo.key == "enter" && combo.modifiers.is_empty() {
+            // Enter accepts whatever dialog is up: refuse it when the screen offers a purchase
+            // or a destructive confirmation.
+            if let Some(t) = self.screen.targets.iter().find(|t| {
+                phrase(&t.text, PURCHASE).is_some() || phrase(&t.text, DESTRUCTIVE_DIALOG).is_some()
+            }) {
+                return Err(refuse(
+                    "destructive-dialog",
+                    Some(n),
+                    format!(
+                        "Enter would accept {:?} (target {}); do that yourself",
+                        t.text, t.id
+                    ),
+                ));
+            }
+        }
+        if let Some(w) = destructive_combo(combo) {
+            self.destructive.push((n, w));
+        }
+        Ok(Step::Key {
+            combo: combo.clone(),
+        })
+    }
 }
 
 fn allowlist(app: Option<&str>, rails: &Rails) -> Result<(), Refusal> {
@@ -429,149 +498,9 @@ fn covers(combo: &Combo, stop: &Combo) -> bool {
     combo.key == stop.key && stop.modifiers.iter().all(|m| combo.modifiers.contains(m))
 }
 
-const SHELL_META: &str = ";|&$`><\n\r";
-
-pub const PURCHASE: &[&str] = &[
-    "buy now",
-    "place order",
-    "place your order",
-    "pay now",
-    "pay",
-    "confirm purchase",
-    "complete purchase",
-    "checkout",
-    "check out",
-    "proceed to checkout",
-    "purchase",
-    "subscribe",
-    "confirm payment",
-    "submit payment",
-    "buy",
-];
-
-pub const DESTRUCTIVE_DIALOG: &[&str] = &[
-    "delete permanently",
-    "permanently delete",
-    "erase",
-    "format",
-    "empty trash",
-    "empty bin",
-    "empty recycle bin",
-    "delete all",
-    "wipe",
-    "factory reset",
-    "remove all",
-    "discard all",
-    "destroy",
-    "overwrite",
-];
-
-const PASSWORD_WORDS: &[&str] = &[
-    "password",
-    "passphrase",
-    "passcode",
-    "pin",
-    "pin code",
-    "secret",
-];
-
-/// The phrase of `list` that `text` contains (case-insensitive, whole words). Words of five
-/// letters or more may differ by one OCR slip (two from eight letters): a refusal must not be
-/// dodged by "Passuord" or "Delete permanentIy".
-fn phrase(text: &str, list: &[&'static str]) -> Option<&'static str> {
-    let norm: String = text
-        .to_lowercase()
-        .chars()
-        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
-        .collect();
-    let words: Vec<&str> = norm.split_whitespace().collect();
-    let same = |a: &str, b: &str| {
-        let d = strsim::levenshtein(a, b);
-        d == 0 || (b.len() >= 5 && d <= 1) || (b.len() >= 8 && d <= 2)
-    };
-    list.iter().copied().find(|p| {
-        let pw: Vec<&str> = p.split_whitespace().collect();
-        words
-            .windows(pw.len())
-            .any(|w| w.iter().zip(&pw).all(|(a, b)| same(a, b)))
-    })
-}
-
-fn masked(text: &str) -> bool {
-    let t: Vec<char> = text.chars().filter(|c| !c.is_whitespace()).collect();
-    t.len() >= 3
-        && t.iter()
-            .all(|c| matches!(c, '•' | '●' | '*' | '·' | '∙' | '⬤' | '◦'))
-}
-
-/// Is the keyboard about to go into a password field? Judged from the clicked field (masked
-/// dots, or a password label in or just left of/above it) or, with no click, from masked dots
-/// anywhere on screen.
-fn password_field(focus: Option<&Target>, targets: &[Target]) -> Option<String> {
-    let label_near = |f: &Target| {
-        targets.iter().find(|t| {
-            phrase(&t.text, PASSWORD_WORDS).is_some() && {
-                let same_row = (t.rect.centre().y - f.rect.centre().y).abs()
-                    < f.rect.h.max(t.rect.h) as f64
-                    && t.rect.x <= f.rect.x
-                    && f.rect.x - t.rect.right() < 400;
-                let above = t.rect.bottom() <= f.rect.y + 2
-                    && f.rect.y - t.rect.bottom() < 60
-                    && (t.rect.x - f.rect.x).abs() < 300;
-                same_row || above || t.id == f.id
-            }
-        })
-    };
-    match focus {
-        Some(f) if masked(&f.text) => Some(format!("target {} shows masked characters: it is a password field", f.id)),
-        Some(f) => label_near(f).map(|l| format!("target {} is labelled {:?}: voxdesk never types into password fields", f.id, l.text)),
-        None => targets
-            .iter()
-            .find(|t| masked(&t.text))
-            .map(|t| format!("the screen shows a masked field (target {}): voxdesk never types into password fields", t.id))
-            .or_else(|| {
-                // A prompt like "Password:" (a terminal, a dialog) with no field clicked.
-                targets
-                    .iter()
-                    .find(|t| t.text.contains(':') && t.text.split(':').next().and_then(|head| phrase(head, PASSWORD_WORDS)).is_some())
-                    .map(|t| format!("the screen asks for a password ({:?}, target {}): voxdesk never types one", t.text, t.id))
-            }),
-    }
-}
-
-fn destructive_combo(c: &Combo) -> Option<String> {
-    let ctrl_only = c.modifiers == [Modifier::Ctrl];
-    if c.key == "delete" || c.key == "backspace" {
-        return (!c.modifiers.is_empty()).then(|| format!("{c} deletes"));
-    }
-    if ctrl_only && matches!(c.key.as_str(), "w" | "q" | "x") {
-        return Some(format!("{c} closes, quits or cuts"));
-    }
-    if c.modifiers == [Modifier::Alt] && c.key == "f4" {
-        return Some(format!("{c} closes the window"));
-    }
-    None
-}
-
-/// Typed text that runs destructive commands: `rm `, `del `, `sudo `, `shutdown`, `reboot`,
-/// as words (so "firm " is not "rm ").
-fn destructive_text(text: &str) -> Option<String> {
-    let t = text.to_lowercase();
-    ["rm ", "del ", "sudo ", "shutdown", "reboot"]
-        .iter()
-        .find(|w| {
-            t.match_indices(**w).any(|(i, _)| {
-                t[..i]
-                    .chars()
-                    .next_back()
-                    .is_none_or(|c| !c.is_alphanumeric())
-            })
-        })
-        .map(|w| format!("typed text contains {:?}", w.trim()))
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::phrases::masked;
     use super::*;
     use crate::action::parse_batch;
     use crate::config::Settings;

@@ -1,12 +1,13 @@
-//! Session records: `$XDG_DATA_HOME/voxdesk/sessions/<id>/` with `session.json` rewritten atomically after every step, an append-only `events.jsonl`, and a PNG per step; a session left running by a dead process reads back as aborted.
+//! Session records: `$XDG_DATA_HOME/voxdesk/sessions/<id>/` (private: 0700, files 0600) with `session.json` rewritten atomically after every step and a PNG per step beside `events.jsonl`; a session left running by a dead process reads back as aborted.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::lock::process_start;
+use crate::input::lock::process_start;
+use crate::private;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -124,7 +125,7 @@ pub fn sessions_dir() -> PathBuf {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     {
-        let mut f = File::create(&tmp)?;
+        let mut f = private::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }
@@ -141,10 +142,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub struct Recorder {
     pub dir: PathBuf,
     pub record: SessionRecord,
-    events: File,
 }
 
 impl Recorder {
+    /// Create the session's directory (private) and its first `session.json`.
     pub fn create(
         root: &Path,
         task: &str,
@@ -156,7 +157,12 @@ impl Recorder {
         let now = now_ms();
         let id = format!("{}-{:x}", now, std::process::id());
         let dir = root.join(&id);
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        // voxdesk's own data directory holds nothing but records: private as well.
+        if let Some(parent) = root.parent().filter(|p| p.ends_with("voxdesk")) {
+            private::dir(parent).map_err(io(parent))?;
+        }
+        private::dir(root).map_err(io(root))?;
+        private::dir(&dir).map_err(io(&dir))?;
         let pid = std::process::id();
         let record = SessionRecord {
             id,
@@ -173,31 +179,13 @@ impl Recorder {
             summary: String::new(),
             steps: Vec::new(),
         };
-        let ev = dir.join("events.jsonl");
-        let events = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&ev)
-            .map_err(io(&ev))?;
-        let mut r = Recorder {
-            dir,
-            record,
-            events,
-        };
+        let mut r = Recorder { dir, record };
         r.save()?;
-        r.event(
-            "session_started",
-            serde_json::json!({"task": task, "provider": provider, "model": model, "mode": mode}),
-        )?;
         Ok(r)
     }
 
-    /// Append one event (one JSON line, flushed).
-    pub fn event(&mut self, kind: &str, data: serde_json::Value) -> Result<(), SessionError> {
-        let line = serde_json::json!({"t_ms": now_ms(), "event": kind, "data": data});
-        let p = self.dir.join("events.jsonl");
-        writeln!(self.events, "{line}").map_err(io(&p))?;
-        self.events.flush().map_err(io(&p))
+    pub fn events_path(&self) -> PathBuf {
+        self.dir.join("events.jsonl")
     }
 
     /// Rewrite `session.json` atomically.
@@ -219,11 +207,7 @@ impl Recorder {
         self.record.status = status;
         self.record.summary = summary.into();
         self.record.ended_ms = Some(now_ms());
-        self.save()?;
-        self.event(
-            "session_ended",
-            serde_json::json!({"status": status, "summary": summary}),
-        )
+        self.save()
     }
 }
 
@@ -313,11 +297,10 @@ mod tests {
         );
         r.finish(Status::Done, "done").unwrap();
         assert_eq!(load(&r.dir).unwrap().status, Status::Done);
-        let events = std::fs::read_to_string(r.dir.join("events.jsonl")).unwrap();
-        assert_eq!(events.lines().count(), 2);
-        assert!(events
-            .lines()
-            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&r.dir), 0o700, "the session directory is private");
+        assert_eq!(mode(&r.dir.join("session.json")), 0o600);
         let mut none = back.clone();
         none.steps = vec![step(1, "unverified")];
         assert_eq!(none.verified_rate(), None, "n/a, never 0%");

@@ -1,4 +1,4 @@
-//! Narration: every plan and result is printed at once and, unless quiet, spoken on a voice thread (espeak-ng renders, rodio plays on the default output) that never blocks the loop; a new utterance cuts off a stale one.
+//! The local voice: a sink for the session's narration events, spoken on a voice thread (espeak-ng renders, rodio plays on the default output) that never blocks the loop; a new utterance cuts off a stale one, the stop latch silences it.
 
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
@@ -8,16 +8,15 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::input::stop::StopLatch;
+use crate::record::events::{Event, Sink, Stamped};
+
 /// The longest the end of a run waits for its last sentence to finish playing.
 const LAST_WORDS: Duration = Duration::from_secs(15);
 
 pub struct Narrator {
-    /// Print each sentence to stdout (off only for benchmarks).
-    print: bool,
     voice: Option<Voice>,
     count: usize,
-    /// Everything said, in order.
-    pub transcript: Vec<String>,
 }
 
 enum Cmd {
@@ -37,43 +36,20 @@ struct Voice {
 }
 
 impl Narrator {
-    /// `quiet`: print only. `wav_dir`: also write every utterance there as `NNN.wav` (tests, the
-    /// demo). `stop`: playback stops the moment this latch is set, even while the loop is busy
-    /// elsewhere (sentences said after it, such as "stopped", still play).
-    pub fn new(
-        quiet: bool,
-        wav_dir: Option<PathBuf>,
-        stop: Option<Arc<crate::actuator::StopLatch>>,
-    ) -> Narrator {
-        let voice = if quiet && wav_dir.is_none() {
+    /// `speak`: play on the default output. `wav_dir`: also write every utterance there as
+    /// `NNN.wav` (tests, the demo). `stop`: playback stops the moment this latch is set, even
+    /// while the loop is busy elsewhere (sentences said after it, such as "stopped", still play).
+    pub fn new(speak: bool, wav_dir: Option<PathBuf>, stop: Option<Arc<StopLatch>>) -> Narrator {
+        let voice = if !speak && wav_dir.is_none() {
             None
         } else {
-            Voice::start(!quiet, wav_dir, stop)
+            Voice::start(speak, wav_dir, stop)
         };
-        Narrator {
-            print: true,
-            voice,
-            count: 0,
-            transcript: Vec::new(),
-        }
+        Narrator { voice, count: 0 }
     }
 
-    /// Keeps the transcript only: no printing, no voice (benchmarks).
-    pub fn silent() -> Narrator {
-        Narrator {
-            print: false,
-            voice: None,
-            count: 0,
-            transcript: Vec::new(),
-        }
-    }
-
-    /// Print and speak `text`. Returns at once; a previous utterance still playing is cut off.
+    /// Speak `text`. Returns at once; a previous utterance still playing is cut off.
     pub fn say(&mut self, text: &str) {
-        if self.print {
-            println!("🗣  {text}");
-        }
-        self.transcript.push(text.to_string());
         self.count += 1;
         if let Some(v) = &self.voice {
             let wav = v
@@ -92,12 +68,19 @@ impl Narrator {
     }
 }
 
+impl Sink for Narrator {
+    fn take(&mut self, e: &Stamped) -> Result<(), String> {
+        match &e.event {
+            Event::Narration { text } => self.say(text),
+            Event::EmergencyStop { .. } => self.cut(),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
 impl Voice {
-    fn start(
-        speak: bool,
-        wav_dir: Option<PathBuf>,
-        stop: Option<Arc<crate::actuator::StopLatch>>,
-    ) -> Option<Voice> {
+    fn start(speak: bool, wav_dir: Option<PathBuf>, stop: Option<Arc<StopLatch>>) -> Option<Voice> {
         let (tx, rx) = mpsc::channel();
         let queued = Arc::new(AtomicUsize::new(0));
         let q = queued.clone();
@@ -138,7 +121,7 @@ fn voice_thread(
     rx: mpsc::Receiver<Cmd>,
     queued: Arc<AtomicUsize>,
     speak: bool,
-    mut latch: Option<Arc<crate::actuator::StopLatch>>,
+    mut latch: Option<Arc<StopLatch>>,
 ) {
     let mut output: Option<rodio::MixerDeviceSink> = None;
     let mut tried_output = !speak;

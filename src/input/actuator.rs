@@ -1,13 +1,10 @@
-//! The only module that uses enigo (synthetic input) and device_query (the held-key emergency stop): one actuator thread that runs approved batches, one stop thread that can halt it at any moment.
+//! The only module that uses enigo (synthetic input): one actuator thread that runs approved batches and halts the moment the stop latch is set.
 //!
-//! The stop thread polls the physical key state every 5 ms on its own thread, so it works while
-//! the caller waits on the network or OCR. It sets a latch; the actuator checks the latch
-//! between every keystroke and every 5 ms of any wait, releases every key and button it holds,
-//! and drops whatever is queued. The latch stays set for the life of the session.
+//! The actuator checks the latch ([`super::stop::StopLatch`]) between every keystroke and every
+//! 5 ms of any wait, releases every key and button it holds, and drops whatever is queued.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -15,135 +12,13 @@ use enigo::{
     Axis, Button as EButton, Coordinate, Direction as Press, Enigo, Key, Keyboard, Mouse, Settings,
 };
 
-use crate::action::{Combo, Direction, Modifier};
+use super::stop::StopLatch;
+use crate::action::{Direction, Modifier};
 use crate::geometry::LogicalPoint;
-use crate::rails::{Approved, Button, Step};
+use crate::safety::rails::{Approved, Button, Step};
 
-/// Poll interval of the stop thread (the issue asks for ≤ 10 ms).
-pub const STOP_POLL: Duration = Duration::from_millis(5);
 /// Longest stretch the actuator goes without looking at the stop latch.
 const SLICE: Duration = Duration::from_millis(5);
-
-/// The emergency-stop latch, shared by the stop thread, the actuator and the caller.
-#[derive(Default)]
-pub struct StopLatch {
-    stopped: AtomicBool,
-    at: Mutex<Option<Instant>>,
-    /// When the actuator had released everything after the stop.
-    released: Mutex<Option<Instant>>,
-}
-
-impl StopLatch {
-    pub fn trigger(&self) {
-        if !self.stopped.swap(true, Ordering::SeqCst) {
-            *self.at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-        }
-    }
-    pub fn is_stopped(&self) -> bool {
-        self.stopped.load(Ordering::SeqCst)
-    }
-    pub fn triggered_at(&self) -> Option<Instant> {
-        *self.at.lock().unwrap_or_else(|p| p.into_inner())
-    }
-    pub fn released_at(&self) -> Option<Instant> {
-        *self.released.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// The physical keys that make up one key of a combination (left or right modifier).
-fn physical(name: &str) -> Vec<device_query::Keycode> {
-    use device_query::Keycode as K;
-    match name {
-        "ctrl" => vec![K::LControl, K::RControl],
-        "alt" => vec![K::LAlt, K::RAlt],
-        "shift" => vec![K::LShift, K::RShift],
-        "super" => vec![K::LMeta, K::RMeta],
-        "escape" => vec![K::Escape],
-        "enter" => vec![K::Enter],
-        "space" => vec![K::Space],
-        "tab" => vec![K::Tab],
-        "backspace" => vec![K::Backspace],
-        "delete" => vec![K::Delete],
-        other => other.parse::<K>().map(|k| vec![k]).unwrap_or_default(),
-    }
-}
-
-fn modifier_name(m: Modifier) -> &'static str {
-    match m {
-        Modifier::Ctrl => "ctrl",
-        Modifier::Alt => "alt",
-        Modifier::Shift => "shift",
-        Modifier::Super => "super",
-    }
-}
-
-/// The stop thread: trigger `latch` when every key of `combo` has been held for `hold`.
-pub struct StopWatcher {
-    quit: Arc<AtomicBool>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl StopWatcher {
-    pub fn start(
-        combo: &Combo,
-        hold: Duration,
-        latch: Arc<StopLatch>,
-    ) -> Result<StopWatcher, String> {
-        let groups: Vec<Vec<device_query::Keycode>> = combo
-            .modifiers
-            .iter()
-            .map(|m| physical(modifier_name(*m)))
-            .chain(std::iter::once(physical(&combo.key)))
-            .collect();
-        if groups.iter().any(|g| g.is_empty()) {
-            return Err(format!(
-                "the stop combination {combo} has a key voxdesk cannot watch"
-            ));
-        }
-        let quit = Arc::new(AtomicBool::new(false));
-        let q = quit.clone();
-        let (ready_tx, ready_rx) = mpsc::channel();
-        let handle = std::thread::Builder::new()
-            .name("voxdesk-estop".into())
-            .spawn(move || {
-                // DeviceState is not Send: it lives on this thread only.
-                let Some(state) = device_query::DeviceState::checked_new() else {
-                    let _ = ready_tx.send(false);
-                    return;
-                };
-                let _ = ready_tx.send(true);
-                let mut since: Option<Instant> = None;
-                while !q.load(Ordering::Relaxed) {
-                    let keys = state.query_keymap();
-                    let all = groups.iter().all(|g| g.iter().any(|k| keys.contains(k)));
-                    match (all, since) {
-                        (true, None) => since = Some(Instant::now()),
-                        (true, Some(t)) if t.elapsed() >= hold => latch.trigger(),
-                        (false, _) => since = None,
-                        _ => {}
-                    }
-                    std::thread::sleep(STOP_POLL);
-                }
-            })
-            .map_err(|e| e.to_string())?;
-        match ready_rx.recv_timeout(Duration::from_secs(5)) {
-            Ok(true) => Ok(StopWatcher {
-                quit,
-                handle: Some(handle),
-            }),
-            _ => Err("the emergency stop cannot watch the keyboard (no X display?)".into()),
-        }
-    }
-}
-
-impl Drop for StopWatcher {
-    fn drop(&mut self) {
-        self.quit.store(true, Ordering::Relaxed);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
 
 /// What happened to one step.
 #[derive(Debug, Clone, PartialEq)]
@@ -330,10 +205,7 @@ fn release_all(e: &mut Enigo, held: &mut Held, latch: &StopLatch) {
         let _ = e.raw(r, Press::Release);
     }
     if latch.is_stopped() {
-        let mut r = latch.released.lock().unwrap_or_else(|p| p.into_inner());
-        if r.is_none() {
-            *r = Some(Instant::now());
-        }
+        latch.mark_released();
     }
 }
 
@@ -499,18 +371,12 @@ mod tests {
         assert_eq!(key_of("f4"), Some(Key::Other(0xffc1)));
         assert_eq!(key_of("s"), Some(Key::Unicode('s')));
         assert_eq!(key_of("nope"), None);
-        assert_eq!(physical("ctrl").len(), 2);
-        assert!(!physical("escape").is_empty());
     }
 
     #[test]
-    fn latch_latches_once() {
+    fn a_stopped_pause_returns_at_once() {
         let l = StopLatch::default();
-        assert!(!l.is_stopped());
-        l.trigger();
-        let t = l.triggered_at().unwrap();
-        l.trigger();
-        assert_eq!(l.triggered_at(), Some(t), "the first trigger time is kept");
+        l.trigger(super::super::stop::Cause::EmergencyStop);
         assert!(
             !pause(Duration::from_secs(10), &l),
             "a stopped pause returns at once"

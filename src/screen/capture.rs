@@ -9,7 +9,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use x11rb::connection::Connection as _;
 
-use crate::frame::{Frame, Monitor};
+use crate::screen::frame::{Frame, Monitor};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {

@@ -1,8 +1,8 @@
 //! Preflight: one line per check, a distinct message and fix per cause, and whether voxdesk can run at all.
 
-use crate::capture::{self, CaptureError};
-use crate::desktop::{self, DisplayError};
-use crate::perception::engine;
+use voxdesk::perception::engine;
+use voxdesk::screen::capture::{self, CaptureError};
+use voxdesk::screen::desktop::{self, DisplayError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -132,7 +132,7 @@ pub fn run() -> Vec<Check> {
         out.push(Check::skipped("ocr-engine", "no tessdata"));
     }
     // Narration: without a voice or an output voxdesk still runs, printing what it would say.
-    out.push(match crate::narrate::probe_voice() {
+    out.push(match voxdesk::voice::narrate::probe_voice() {
         Ok(v) => Check::ok("voice", v),
         Err(e) => Check::warn(
             "voice",
@@ -140,7 +140,7 @@ pub fn run() -> Vec<Check> {
             "apt-get install espeak-ng",
         ),
     });
-    out.push(match crate::narrate::probe_output() {
+    out.push(match voxdesk::voice::narrate::probe_output() {
         Ok(()) => Check::ok("audio-output", "the default output opens"),
         Err(e) => Check::warn("audio-output", format!("no audio output ({e}): narration is printed only"), "start the desktop's sound server (PulseAudio or PipeWire) and install libasound2-plugins so ALSA's default reaches it"),
     });

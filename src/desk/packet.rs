@@ -2,7 +2,7 @@
 
 use crate::perception::Target;
 
-pub const PACKET_TEMPLATE: &str = include_str!("../prompts/packet.v1.md");
+pub const PACKET_TEMPLATE: &str = include_str!("../../prompts/packet.v1.md");
 pub const PACKET_VERSION: &str = "packet.v1";
 
 /// One past step as the planner sees it.

@@ -1,0 +1,164 @@
+//! The one policy every driver goes through (pure): the step cap, the no-progress counter, and what each class of failure calls for, judged from tool results alone.
+//!
+//! Classes: verified → progress; unverified → neither; failed with no change → no progress (the
+//! driver may try again on a fresh look); failed after something new appeared → no progress,
+//! and Escape; refused, declined, or a capture error → no progress. Three in a row end the task
+//! with the transcript of what was tried.
+
+use crate::desk::tool::{ActStatus, ToolResult};
+use crate::desk::verify::Verdict;
+use crate::record::session::Status;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Steps (acts and steps that could not be planned) per task.
+    pub step_cap: usize,
+    /// Consecutive cycles without progress that end the task.
+    pub no_progress: u32,
+}
+
+/// What the loop does after a step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Next {
+    /// The driver plans on the result.
+    Continue,
+    /// Something else opened: press Escape, look again, and let the driver plan on that.
+    Escape,
+    /// The task ends here.
+    End { status: Status, summary: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct Policy {
+    limits: Limits,
+    steps: usize,
+    no_progress: u32,
+    transcript: Vec<String>,
+}
+
+impl Policy {
+    pub fn new(limits: Limits) -> Policy {
+        Policy {
+            limits,
+            steps: 0,
+            no_progress: 0,
+            transcript: Vec::new(),
+        }
+    }
+
+    /// Before the driver plans another step: has the task run out of steps or of progress?
+    pub fn gate(&self) -> Option<Next> {
+        if self.steps >= self.limits.step_cap {
+            return Some(self.fail(format!(
+                "stopped at the step cap ({}) — tried: {}",
+                self.limits.step_cap,
+                self.tried()
+            )));
+        }
+        if self.no_progress >= self.limits.no_progress {
+            return Some(self.fail(format!(
+                "no progress after {} tries — tried: {}",
+                self.limits.no_progress,
+                self.tried()
+            )));
+        }
+        None
+    }
+
+    /// The driver could not plan a step on this screen.
+    pub fn stuck(&mut self, why: &str) {
+        self.steps += 1;
+        self.no_progress += 1;
+        self.transcript.push(format!("step {}: {why}", self.steps));
+    }
+
+    /// After an act: judge its result. `plan` is the step in words ("Clicking 7").
+    pub fn after_act(&mut self, plan: &str, r: &ToolResult) -> Next {
+        self.steps += 1;
+        let n = self.steps;
+        let a = match r {
+            ToolResult::Act(a) => a,
+            ToolResult::Error { message, .. } => {
+                self.no_progress += 1;
+                self.transcript
+                    .push(format!("step {n}: {plan} → {message}"));
+                return Next::Continue;
+            }
+            ToolResult::Ended { status, summary } => {
+                return Next::End {
+                    status: *status,
+                    summary: summary.clone(),
+                }
+            }
+            ToolResult::Observation(_) => return Next::Continue,
+        };
+        match a.status {
+            ActStatus::Stopped => {
+                let why = a
+                    .refusal
+                    .as_ref()
+                    .map(|r| r.message.clone())
+                    .unwrap_or_else(|| "stopped".into());
+                self.transcript.push(format!("step {n}: {plan} → stopped"));
+                return Next::End {
+                    status: Status::Stopped,
+                    summary: why,
+                };
+            }
+            ActStatus::Refused | ActStatus::Declined => {
+                self.no_progress += 1;
+                let rule = a.refusal.as_ref().map_or("refused", |r| r.rule);
+                self.transcript
+                    .push(format!("step {n}: {plan} → refused by rule `{rule}`"));
+                return Next::Continue;
+            }
+            ActStatus::Recorded => {
+                self.transcript
+                    .push(format!("step {n}: {plan} (observe mode: not done)"));
+                return Next::Continue;
+            }
+            ActStatus::Ran | ActStatus::Failed => {}
+        }
+        self.transcript
+            .push(format!("step {n}: {plan} → {}", a.verdict.name()));
+        match &a.verdict {
+            Verdict::Verified(_) => {
+                self.no_progress = 0;
+                Next::Continue
+            }
+            Verdict::Unverified => Next::Continue,
+            Verdict::Failed { no_change, .. } => {
+                self.no_progress += 1;
+                if !*no_change && !a.appeared.is_empty() {
+                    Next::Escape
+                } else {
+                    Next::Continue
+                }
+            }
+        }
+    }
+
+    /// Escape was pressed (or could not be) after the last step.
+    pub fn escaped(&mut self, ran: bool) {
+        if ran {
+            if let Some(last) = self.transcript.last_mut() {
+                last.push_str(" (pressed Escape)");
+            }
+        }
+    }
+
+    pub fn transcript(&self) -> &[String] {
+        &self.transcript
+    }
+
+    fn tried(&self) -> String {
+        self.transcript.join("; ")
+    }
+
+    fn fail(&self, summary: String) -> Next {
+        Next::End {
+            status: Status::Failed,
+            summary,
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! `voxdesk ocr` and `voxdesk look`: the targets of an image file, or one observation of the live screen with its annotated picture.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use super::Exit;
+use voxdesk::desk::observation;
+use voxdesk::perception;
+use voxdesk::screen::{capture, frame, picture};
+
+pub fn ocr(json: bool, image: &Path) -> Result<Exit> {
+    let t = Instant::now();
+    let img = frame::load_image(image)?;
+    let load_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let (w, h) = img.dimensions();
+    let mut p = perception::Perceiver::new(perception::engine::default_workers())?;
+    let r = p.perceive(img.as_raw(), w, h, true)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&observation::ocr_dto(&r, &[("load", load_ms)]))?
+        );
+    } else {
+        print!("{}", observation::render_targets(&r.targets));
+        eprintln!(
+            "{} targets in {w}x{h}, perceived in {:.0} ms",
+            r.targets.len(),
+            r.timings.total_ms
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+pub struct LookArgs {
+    pub json: bool,
+    pub annotate: Option<PathBuf>,
+    pub picture_max: (u32, u32),
+    pub frame: Option<PathBuf>,
+}
+
+pub fn look(a: LookArgs) -> Result<Exit> {
+    let t = Instant::now();
+    let f = capture::capture_primary()?;
+    let capture_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let app = capture::focused_window().unwrap_or_else(|e| {
+        tracing::warn!("focused window unknown: {e}");
+        None
+    });
+    let (w, h) = f.size();
+    let mut p = perception::Perceiver::new(perception::engine::default_workers())?;
+    let r = p.perceive(f.image.as_raw(), w, h, true)?;
+    if let Some(out) = &a.frame {
+        f.image
+            .save_with_format(out, image::ImageFormat::Png)
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    if let Some(out) = &a.annotate {
+        write_picture(&f, &r.targets, a.picture_max, out)?;
+    }
+    let observation_id = format!(
+        "obs-{:x}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0)
+    );
+    if a.json {
+        let dto = observation::LookDto {
+            observation_id,
+            app: app.as_ref().map(|a| a.app.clone()),
+            window_title: app.as_ref().map(|a| a.title.clone()),
+            scale: f.scale(),
+            monitor: observation::MonitorDto {
+                name: f.monitor.name.clone(),
+                x: f.monitor.origin.0,
+                y: f.monitor.origin.1,
+                width: f.monitor.logical.0,
+                height: f.monitor.logical.1,
+            },
+            ocr: observation::ocr_dto(&r, &[("capture", capture_ms)]),
+        };
+        println!("{}", serde_json::to_string(&dto)?);
+    } else {
+        println!(
+            "observation {observation_id}: focused app {}",
+            app.as_ref().map(|a| a.app.as_str()).unwrap_or("(none)")
+        );
+        print!("{}", observation::render_targets(&r.targets));
+        eprintln!(
+            "{} targets; capture {capture_ms:.0} ms, perception {:.0} ms",
+            r.targets.len(),
+            r.timings.total_ms
+        );
+        if let Some(out) = a.annotate {
+            eprintln!("annotated picture: {}", out.display());
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+/// The picture the model sees, as PNG or (by extension) JPEG.
+fn write_picture(
+    f: &frame::Frame,
+    targets: &[perception::Target],
+    max: (u32, u32),
+    out: &Path,
+) -> Result<()> {
+    let pic = picture::model_picture(
+        f,
+        targets,
+        picture::PictureConfig {
+            max_w: max.0,
+            max_h: max.1,
+            ..Default::default()
+        },
+    )?;
+    let is_jpeg = out
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("jpg") || e.eq_ignore_ascii_case("jpeg"));
+    if is_jpeg {
+        std::fs::write(out, &pic.jpeg).with_context(|| format!("writing {}", out.display()))?;
+    } else {
+        pic.image
+            .save_with_format(out, image::ImageFormat::Png)
+            .with_context(|| format!("writing {}", out.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,110 @@
+//! The command line's shared parts: exit outcomes, loading settings, the console printer, the terminal's yes, and signals. One file per command beside this one.
+
+pub mod act;
+pub mod bench;
+pub mod doctor;
+pub mod look;
+pub mod run;
+pub mod sessions;
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use anyhow::Result;
+
+use voxdesk::desk::confirm::{Confirm, Question};
+use voxdesk::input::stop::{Cause, StopLatch};
+use voxdesk::record::events::{Event, Sink, Stamped};
+
+/// How a command ended; `main` maps these to exit codes, the one place that does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Ok,
+    /// The task or an action failed.
+    Failed,
+    /// Unusable input (a task the planner cannot read, a malformed batch): nothing started.
+    BadInput,
+    /// Refused by a rule (a rail, the GUI lock, no yes): nothing ran.
+    Refused,
+    /// Stopped by the emergency stop or a signal.
+    Stopped,
+}
+
+/// Settings from defaults, the file, the environment, and `--mode`.
+pub fn settings(config: Option<&Path>, mode: Option<String>) -> Result<voxdesk::config::Loaded> {
+    let flags: Vec<(&'static str, String)> = mode.into_iter().map(|m| ("rails.mode", m)).collect();
+    Ok(voxdesk::config::load(
+        config,
+        |k| std::env::var(k).ok(),
+        &flags,
+    )?)
+}
+
+/// Prints every narration as it is emitted.
+pub struct Console;
+
+impl Sink for Console {
+    fn take(&mut self, e: &Stamped) -> Result<(), String> {
+        if let Event::Narration { text } = &e.event {
+            println!("🗣  {text}");
+        }
+        Ok(())
+    }
+}
+
+/// Asks on the terminal. No terminal: no yes. The read runs on its own thread so the stop
+/// latch (the emergency stop, Ctrl-C) ends the question at once.
+pub struct TerminalConfirm;
+
+impl Confirm for TerminalConfirm {
+    fn ask(&mut self, q: &Question, stop: &StopLatch) -> bool {
+        if !std::io::stdin().is_terminal() {
+            return false;
+        }
+        eprintln!("planned:");
+        for (i, s) in q.steps.iter().enumerate() {
+            eprintln!("  {}. {s}", i + 1);
+        }
+        eprint!("{} [y/N] ", q.text());
+        let _ = std::io::stderr().flush();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let ok = std::io::stdin().lock().read_line(&mut line).is_ok();
+            let _ = tx.send(ok && matches!(line.trim().to_lowercase().as_str(), "y" | "yes"));
+        });
+        loop {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(yes) => return yes && !stop.is_stopped(),
+                Err(mpsc::RecvTimeoutError::Timeout) if !stop.is_stopped() => {}
+                Err(_) => {
+                    eprintln!();
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+/// SIGINT or SIGTERM stops the session like the emergency stop (the queue is dropped, every key
+/// and button released, the session recorded as stopped); a second one exits at once.
+pub fn stop_on_signals(latch: Arc<StopLatch>) -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::Builder::new()
+        .name("voxdesk-signals".into())
+        .spawn(move || {
+            for sig in signals.forever() {
+                let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+                if latch.is_stopped() {
+                    eprintln!("voxdesk: {name} again: exiting now");
+                    std::process::exit(128 + sig);
+                }
+                eprintln!("voxdesk: {name}: stopping (again to exit at once)");
+                latch.trigger(Cause::Signal(name));
+            }
+        })?;
+    Ok(())
+}

@@ -1,0 +1,958 @@
+//! The desk: the one tool host every driver calls (`observe`, `act`, `done`), owner of capture, perception, the actuator, the rails, the GUI lock, the confirmation and the session record.
+//!
+//! `act` is: stale check → rails → confirmation → actuate → settle → verify → record, and its
+//! result says what happened to each action and what the screen showed afterwards. Every failure
+//! is a [`ToolResult`] that says why; nothing here panics or returns early past the record.
+//! The desk emits events; it never prints or speaks.
+
+pub mod confirm;
+pub mod observation;
+pub mod packet;
+pub mod tool;
+pub mod verify;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::action::{parse_combo, Action, Batch, Expect};
+use crate::config::{Mode, Settings};
+use crate::geometry::{Mapping, Rect};
+use crate::input::actuator::{Actuator, Outcome};
+use crate::input::lock::GuiLock;
+use crate::input::stop::{Cause, StopLatch, StopWatcher};
+use crate::perception::{engine, Perceiver, Perception, Target};
+use crate::record::events::{Bus, Event, JsonlSink, Sink, State};
+use crate::record::session::{PhaseTimes, Recorder, Status, StepRecord};
+use crate::safety::rails::{self, Checked, Decision, Refusal, Screen, Step};
+use crate::screen::capture::{self, Capturer};
+use crate::screen::frame::Frame;
+use crate::screen::picture::{self, PictureConfig};
+
+use confirm::{Confirm, Question};
+use packet::PastStep;
+use tool::{ActResult, ActStatus, ActionOutcome, ErrorKind, ObservationView, ToolCall, ToolResult};
+use verify::{verify, Verdict};
+
+/// The version of the tool contract recorded in every session.
+pub const PROMPT_VERSION: &str = "tools.v1+packet.v1";
+/// Settling: look every this often until two frames in a row are identical…
+const SETTLE_EVERY: Duration = Duration::from_millis(60);
+/// …but never longer than this (an animation never settles).
+const SETTLE_AT_MOST: Duration = Duration::from_millis(2500);
+
+/// What the loop's host does besides the tools: the agent drives any `Host`, the real desk or a
+/// fake one in tests.
+pub trait Host {
+    /// Run one tool call.
+    fn call(&mut self, call: &ToolCall) -> ToolResult;
+    /// Press Escape behind the rails (the "something else opened" recovery); whether it ran.
+    fn escape(&mut self) -> bool;
+    /// Record a step the driver could not plan on this screen.
+    fn not_planned(&mut self, why: &str);
+    /// Emit an event from the driver's side (narration, the plan in words).
+    fn emit(&mut self, e: Event);
+    /// The one place states change.
+    fn go(&mut self, to: State, why: &str);
+    /// Why the session was stopped, once the latch is set.
+    fn stopped(&mut self) -> Option<Cause>;
+    /// End the session with a true final status.
+    fn end(&mut self, status: Status, summary: &str) -> ToolResult;
+    /// A record or sink failure since the last call: the session cannot go on unrecorded.
+    fn broken(&mut self) -> Option<String>;
+}
+
+/// Where a session is recorded (a desk without one records nothing: `voxdesk act`).
+pub struct RecordSpec {
+    pub root: PathBuf,
+    pub task: String,
+    pub provider: String,
+    pub model: String,
+    pub decomposition: Vec<String>,
+}
+
+/// The GUI lock refused: reported as a refusal (exit 3), not a crash.
+#[derive(Debug)]
+pub struct RefusedByLock(pub String);
+impl std::fmt::Display for RefusedByLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "refused by rule `gui-lock`: {}", self.0)
+    }
+}
+impl std::error::Error for RefusedByLock {}
+
+/// One look at the screen.
+struct Observation {
+    id: String,
+    frame: Frame,
+    perception: Perception,
+    app: Option<String>,
+    /// Model picture ↔ capture ↔ logical for this frame.
+    mapping: Mapping,
+    /// Capture and perception time, for an observation made by `observe` (not by settling).
+    timing: Option<(f64, f64)>,
+}
+
+impl Observation {
+    fn view(&self) -> ObservationView {
+        let m = &self.mapping;
+        ObservationView {
+            id: self.id.clone(),
+            app: self.app.clone(),
+            picture: (m.image_w, m.image_h),
+            targets: self
+                .perception
+                .targets
+                .iter()
+                .map(|t| Target {
+                    rect: m.capture_rect_to_image(&t.rect),
+                    ..t.clone()
+                })
+                .collect(),
+            capture_targets: self.perception.targets.clone(),
+        }
+    }
+}
+
+pub struct Desk {
+    settings: Settings,
+    capturer: Capturer,
+    perceiver: Perceiver,
+    latch: Arc<StopLatch>,
+    actuator: Actuator,
+    _watch: StopWatcher,
+    _lock: Option<GuiLock>,
+    confirm: Box<dyn Confirm>,
+    bus: Bus,
+    recorder: Option<Recorder>,
+    latest: Option<Observation>,
+    id_prefix: String,
+    seq: u32,
+    state: State,
+    task: String,
+    decomposition: Vec<String>,
+    history: Vec<PastStep>,
+    /// The plan in words of the batch about to run (from the driver's `Plan` event).
+    plan: String,
+    /// When the previous call returned: the time until the next act is the driver's.
+    returned: Instant,
+    writers: Vec<JoinHandle<()>>,
+    ended: Option<(Status, String)>,
+    stop_told: bool,
+    failure: Option<String>,
+}
+
+impl Desk {
+    /// Take the GUI lock (not in observe mode), start the emergency stop, the actuator, the
+    /// capturer and the OCR engines, and create the session record when there is one.
+    /// `latch` is the session's stop latch: the caller may hand it to whoever else can stop the
+    /// session (a signal handler) before the desk exists.
+    pub fn new(
+        settings: &Settings,
+        record: Option<RecordSpec>,
+        confirm: Box<dyn Confirm>,
+        latch: Arc<StopLatch>,
+    ) -> anyhow::Result<Desk> {
+        // The lock comes first: two voxdesks must not even plan against each other's work.
+        let lock = if settings.rails.mode == Mode::Observe {
+            None
+        } else {
+            let display = std::env::var("DISPLAY").unwrap_or_default();
+            Some(
+                GuiLock::acquire(&display, settings.lock_lease_ms)
+                    .map_err(|e| anyhow::anyhow!(RefusedByLock(e.to_string())))?,
+            )
+        };
+        let watch = StopWatcher::start(
+            &settings.stop.combo,
+            Duration::from_millis(settings.stop.hold_ms),
+            latch.clone(),
+        )
+        .map_err(|e| anyhow::anyhow!("{e}: refusing to run without an emergency stop"))?;
+        let actuator = Actuator::start(latch.clone()).map_err(|e| anyhow::anyhow!(e))?;
+        let capturer = Capturer::new()?;
+        let perceiver = Perceiver::new(engine::default_workers())?;
+        let mut bus = Bus::default();
+        let (recorder, task, decomposition) = match record {
+            Some(spec) => {
+                let r = Recorder::create(
+                    &spec.root,
+                    &spec.task,
+                    &spec.provider,
+                    &spec.model,
+                    PROMPT_VERSION,
+                    &settings.rails.mode.to_string(),
+                )?;
+                let events = r.events_path();
+                bus.subscribe(Box::new(JsonlSink::open(&events).map_err(|e| {
+                    anyhow::anyhow!("session records at {}: {e}", events.display())
+                })?));
+                bus.emit(Event::SessionStarted {
+                    session: r.record.id.clone(),
+                    task: spec.task.clone(),
+                    provider: spec.provider,
+                    model: spec.model,
+                    mode: settings.rails.mode.to_string(),
+                    prompt_version: PROMPT_VERSION.into(),
+                });
+                (Some(r), spec.task, spec.decomposition)
+            }
+            None => (None, String::new(), Vec::new()),
+        };
+        let id_prefix = recorder
+            .as_ref()
+            .map(|r| r.record.id.clone())
+            .unwrap_or_else(|| format!("obs-{:x}", std::process::id()));
+        Ok(Desk {
+            settings: settings.clone(),
+            capturer,
+            perceiver,
+            latch,
+            actuator,
+            _watch: watch,
+            _lock: lock,
+            confirm,
+            bus,
+            recorder,
+            latest: None,
+            id_prefix,
+            seq: 0,
+            state: State::Observe,
+            task,
+            decomposition,
+            history: Vec::new(),
+            plan: String::new(),
+            returned: Instant::now(),
+            writers: Vec::new(),
+            ended: None,
+            stop_told: false,
+            failure: None,
+        })
+    }
+
+    /// Another sink for the session's events (the console, the voice, the daemon's stream).
+    pub fn subscribe(&mut self, sink: Box<dyn Sink>) {
+        self.bus.subscribe(sink);
+    }
+
+    /// The stop latch, for whoever else may stop the session (a signal handler, a client).
+    pub fn latch(&self) -> Arc<StopLatch> {
+        self.latch.clone()
+    }
+
+    pub fn session_dir(&self) -> Option<PathBuf> {
+        self.recorder.as_ref().map(|r| r.dir.clone())
+    }
+
+    pub fn record(&self) -> Option<&crate::record::session::SessionRecord> {
+        self.recorder.as_ref().map(|r| &r.record)
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.settings.rails.mode
+    }
+
+    fn emit_event(&mut self, e: Event) {
+        self.bus.emit(e);
+        if let Some(why) = self.bus.take_failure() {
+            self.failure.get_or_insert(why);
+        }
+    }
+
+    fn record_failed(&mut self, e: impl std::fmt::Display) {
+        self.failure.get_or_insert_with(|| e.to_string());
+    }
+
+    /// Capture and perceive one frame (`full`: read every label, not only changed tiles).
+    fn look(&mut self, full: bool) -> Result<Observation, String> {
+        let t = Instant::now();
+        let frame = self.capturer.capture().map_err(|e| e.to_string())?;
+        let capture_ms = ms_since(t);
+        let (w, h) = frame.size();
+        let perception = self
+            .perceiver
+            .perceive(frame.image.as_raw(), w, h, full)
+            .map_err(|e| e.to_string())?;
+        self.seq += 1;
+        let app = capture::focused_window().ok().flatten().map(|a| a.app);
+        let mapping = picture::picture_mapping(&frame, PictureConfig::default())
+            .map_err(|e| e.to_string())?;
+        Ok(Observation {
+            id: format!("{}-{}", self.id_prefix, self.seq),
+            timing: Some((capture_ms, perception.timings.total_ms)),
+            frame,
+            perception,
+            app,
+            mapping,
+        })
+    }
+
+    /// Look until two consecutive frames are identical (bounded): the last one, the time it
+    /// took, and whether anything changed meanwhile.
+    fn settle(&mut self) -> Result<(Observation, f64, bool), String> {
+        let t = Instant::now();
+        let mut changed = false;
+        loop {
+            std::thread::sleep(SETTLE_EVERY);
+            let mut o = self.look(false)?;
+            o.timing = None;
+            let still = o.perception.unchanged();
+            changed |= !still;
+            if still || t.elapsed() > SETTLE_AT_MOST {
+                return Ok((o, ms_since(t), changed));
+            }
+        }
+    }
+
+    fn observe(&mut self) -> ToolResult {
+        self.go(State::Observe, "observe");
+        let first = self.latest.is_none();
+        let obs = match self.look(first) {
+            Ok(o) if first || o.perception.unchanged() => o,
+            // The screen is moving: wait for it to settle before anyone plans on it.
+            Ok(_) => match self.settle() {
+                Ok((o, _, _)) => o,
+                Err(e) => return self.capture_error(e),
+            },
+            Err(e) => return self.capture_error(e),
+        };
+        let view = obs.view();
+        let packet = packet::build(&packet::PacketInput {
+            task: &self.task,
+            decomposition: &self.decomposition,
+            history: &self.history,
+            observation_id: &view.id,
+            app: view.app.as_deref(),
+            picture: view.picture,
+            targets: &view.targets,
+        });
+        self.emit_event(Event::Observed {
+            observation_id: view.id.clone(),
+            app: view.app.clone(),
+            targets: view.targets.len(),
+            packet_version: packet::PACKET_VERSION.into(),
+            packet,
+        });
+        self.latest = Some(obs);
+        ToolResult::Observation(view)
+    }
+
+    fn capture_error(&mut self, e: String) -> ToolResult {
+        ToolResult::error(
+            ErrorKind::Capture,
+            format!("could not look at the screen: {e}"),
+        )
+    }
+
+    fn act(&mut self, batch: &Batch) -> ToolResult {
+        let plan_ms = ms_since(self.returned);
+        let Some(obs) = self.latest.take() else {
+            return ToolResult::error(
+                ErrorKind::BadCall,
+                "act needs an observation: call observe first",
+            );
+        };
+        let mut batch = batch.clone();
+        let named = batch
+            .observation_id
+            .get_or_insert_with(|| obs.id.clone())
+            .clone();
+        let plan = std::mem::take(&mut self.plan);
+        self.go(State::Act, if plan.is_empty() { "act" } else { &plan });
+        let mut result = ActResult {
+            observation_id: named.clone(),
+            app: obs.app.clone(),
+            status: ActStatus::Refused,
+            refusal: None,
+            actions: outcomes(&batch, None, "not-run"),
+            verdict: Verdict::Unverified,
+            changed: false,
+            appeared: Vec::new(),
+            step: None,
+            after: Some(obs.view()),
+        };
+        let mut times = PhaseTimes {
+            capture: obs.timing.map_or(0.0, |t| t.0),
+            ocr: obs.timing.map_or(0.0, |t| t.1),
+            plan: plan_ms,
+            ..Default::default()
+        };
+        if let Some(cause) = self.stopped() {
+            result.status = ActStatus::Stopped;
+            result.refusal = Some(stopped_refusal(cause));
+            self.latest = Some(obs);
+            return ToolResult::Act(Box::new(result));
+        }
+        let screen = Screen {
+            observation_id: &named,
+            latest_id: &obs.id,
+            targets: &obs.perception.targets,
+            mapping: obs.mapping,
+            app: obs.app.as_deref(),
+        };
+        let checked = rails::check(
+            &batch,
+            &screen,
+            &self.settings.rails,
+            &self.settings.stop.combo,
+        );
+        let checked = match checked {
+            Ok(c) => c,
+            Err(r) => {
+                self.emit_event(Event::Refusal {
+                    rule: r.rule.into(),
+                    action: r.action,
+                    message: r.message.clone(),
+                });
+                let step = self.record_step(
+                    &obs,
+                    &batch,
+                    r.rule,
+                    &Verdict::Unverified,
+                    times,
+                    &plan,
+                    None,
+                    None,
+                    &[],
+                );
+                result.step = step;
+                result.refusal = Some(r);
+                self.latest = Some(obs);
+                return ToolResult::Act(Box::new(result));
+            }
+        };
+        let clicks = click_points(&checked, &obs.mapping);
+        let approved = match self.approve(checked.clone(), &plan) {
+            Ok(a) => a,
+            Err(decision) => {
+                let (status, rails_verdict, outcome) = match &decision {
+                    Err(_) => (ActStatus::Declined, "confirmation", "not-run"),
+                    Ok(()) => (ActStatus::Recorded, "recorded", "would-run"),
+                };
+                result.status = status;
+                result.refusal = decision.err();
+                result.actions = outcomes(&batch, Some(&checked), outcome);
+                let index = self.recorder.as_ref().map_or(0, |r| r.record.steps.len()) + 1;
+                let shot = self.screenshot(&obs, &format!("step-{index:03}.png"));
+                result.step = self.record_step(
+                    &obs,
+                    &batch,
+                    rails_verdict,
+                    &Verdict::Unverified,
+                    times,
+                    &plan,
+                    shot.as_deref(),
+                    None,
+                    &clicks,
+                );
+                if status == ActStatus::Recorded {
+                    self.history.push(PastStep {
+                        action: plan_or(&plan, &batch),
+                        verdict: "recorded (observe mode: not done)".into(),
+                    });
+                }
+                self.latest = Some(obs);
+                return ToolResult::Act(Box::new(result));
+            }
+        };
+        let index = self.recorder.as_ref().map_or(0, |r| r.record.steps.len()) + 1;
+        let shot = self.screenshot(&obs, &format!("step-{index:03}.png"));
+        let t_act = Instant::now();
+        result.actions = outcomes(&batch, Some(&checked), "not-run");
+        for r in self.actuator.run(
+            approved,
+            Duration::from_millis(self.settings.rails.rate_limit_ms),
+        ) {
+            let a = &mut result.actions[r.index];
+            a.ms = (r.took.as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
+            a.outcome = match r.outcome {
+                Outcome::Done => "done",
+                Outcome::Skipped => "skipped",
+                Outcome::Stopped => "stopped",
+                Outcome::Failed(e) => {
+                    a.error = Some(e);
+                    "failed"
+                }
+            };
+        }
+        times.act = ms_since(t_act);
+        if let Some(cause) = self.stopped() {
+            result.status = ActStatus::Stopped;
+            result.refusal = Some(stopped_refusal(cause));
+            result.step = self.record_step(
+                &obs,
+                &batch,
+                "approved",
+                &Verdict::Unverified,
+                times,
+                &plan,
+                shot.as_deref(),
+                None,
+                &clicks,
+            );
+            self.latest = Some(obs);
+            return ToolResult::Act(Box::new(result));
+        }
+        let all_ran = result.actions.iter().all(|a| a.outcome == "done");
+        result.status = if all_ran {
+            ActStatus::Ran
+        } else {
+            ActStatus::Failed
+        };
+        self.go(State::Settle, "acted");
+        let (after, settle_ms, changed_since) = match self.settle() {
+            Ok(s) => s,
+            Err(e) => {
+                let why =
+                    format!("the batch ran, but the screen could not be looked at afterwards: {e}");
+                let v = Verdict::Failed {
+                    reason: why.clone(),
+                    no_change: false,
+                };
+                self.record_step(
+                    &obs,
+                    &batch,
+                    "approved",
+                    &v,
+                    times,
+                    &plan,
+                    shot.as_deref(),
+                    None,
+                    &clicks,
+                );
+                return ToolResult::error(ErrorKind::Capture, why);
+            }
+        };
+        times.settle = settle_ms;
+        self.go(State::Verify, "screen settled");
+        let t_verify = Instant::now();
+        let before = &obs.perception.targets;
+        let mut after = after;
+        let mut changed = changed_since || after.perception.targets != *before;
+        let mut verdict = if all_ran {
+            verify(&batch.expect, before, &after.perception.targets, changed)
+        } else {
+            let why = result
+                .actions
+                .iter()
+                .find_map(|a| a.error.clone())
+                .unwrap_or_else(|| "an action failed".into());
+            Verdict::Failed {
+                reason: why,
+                no_change: !changed,
+            }
+        };
+        if all_ran
+            && matches!(
+                verdict,
+                Verdict::Failed {
+                    no_change: true,
+                    ..
+                }
+            )
+        {
+            // Nothing changed yet: a stale frame is the usual cause, so look once more.
+            if let Ok((again, _, c2)) = self.settle() {
+                changed = c2 || again.perception.targets != *before;
+                verdict = verify(&batch.expect, before, &again.perception.targets, changed);
+                after = again;
+            }
+        }
+        times.verify = ms_since(t_verify);
+        result.changed = changed;
+        result.appeared = appeared(before, &after.perception.targets);
+        result.verdict = verdict.clone();
+        let vshot = self.screenshot(&after, &format!("step-{index:03}-verify.png"));
+        result.step = self.record_step(
+            &obs,
+            &batch,
+            "approved",
+            &verdict,
+            times,
+            &plan,
+            shot.as_deref(),
+            vshot.as_deref(),
+            &clicks,
+        );
+        self.history.push(PastStep {
+            action: plan_or(&plan, &batch),
+            verdict: match verdict.detail() {
+                Some(d) => format!("{}: {d}", verdict.name()),
+                None => verdict.name().into(),
+            },
+        });
+        result.after = Some(after.view());
+        self.latest = Some(after);
+        ToolResult::Act(Box::new(result))
+    }
+
+    /// Apply the mode and, when needed, the person's yes. `Err(Ok(()))`: observe mode, record
+    /// only; `Err(Err(refusal))`: no yes.
+    fn approve(
+        &mut self,
+        checked: Checked,
+        plan: &str,
+    ) -> Result<rails::Approved, Result<(), Refusal>> {
+        let rails = &self.settings.rails;
+        match rails::approve(checked.clone(), rails.mode, rails, false) {
+            Decision::Run(a) => Ok(a),
+            Decision::Record => Err(Ok(())),
+            Decision::AskFirst(reasons) => {
+                let q = Question {
+                    plan: plan.to_string(),
+                    steps: checked.steps.iter().map(Step::to_string).collect(),
+                    reasons: reasons.clone(),
+                };
+                self.emit_event(Event::ConfirmationAsked {
+                    question: q.text(),
+                    reasons: reasons.clone(),
+                });
+                let yes = self.confirm.ask(&q, &self.latch) && !self.latch.is_stopped();
+                self.emit_event(Event::ConfirmationAnswered { yes });
+                let refusal = Refusal {
+                    rule: "confirmation",
+                    action: None,
+                    message: format!("needs a yes ({}) and none was given", reasons.join("; ")),
+                };
+                if !yes {
+                    return Err(Err(refusal));
+                }
+                let rails = &self.settings.rails;
+                match rails::approve(checked, rails.mode, rails, true) {
+                    Decision::Run(a) => Ok(a),
+                    _ => Err(Err(refusal)),
+                }
+            }
+        }
+    }
+
+    /// Draw and write a step picture off the loop thread (downscale, boxes and PNG encoding
+    /// take ~150 ms: not the loop's business); `end` joins them. `None` when the session keeps
+    /// no screenshots or no record.
+    fn screenshot(&mut self, obs: &Observation, name: &str) -> Option<String> {
+        let dir = self.recorder.as_ref()?.dir.clone();
+        if !self.settings.record_screenshots {
+            return None;
+        }
+        // At most two pictures in flight: each holds a copy of the frame.
+        while self.writers.len() >= 2 {
+            let _ = self.writers.remove(0).join();
+        }
+        let (frame, targets, path) = (
+            obs.frame.clone(),
+            obs.perception.targets.clone(),
+            dir.join(name),
+        );
+        self.writers.push(std::thread::spawn(move || {
+            let written = picture::annotated(&frame, &targets, PictureConfig::default())
+                .map_err(|e| e.to_string())
+                .and_then(|(image, _)| {
+                    let mut png = Vec::new();
+                    image
+                        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+                        .map_err(|e| e.to_string())?;
+                    crate::private::write(&path, &png).map_err(|e| e.to_string())
+                });
+            if let Err(e) = written {
+                tracing::warn!("step picture {}: {e}", path.display());
+            }
+        }));
+        Some(name.to_string())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_step(
+        &mut self,
+        obs: &Observation,
+        batch: &Batch,
+        rails_verdict: &str,
+        v: &Verdict,
+        times: PhaseTimes,
+        plan: &str,
+        shot: Option<&str>,
+        vshot: Option<&str>,
+        clicks: &[[f64; 2]],
+    ) -> Option<usize> {
+        let (picture, focus) = focus_of(obs, clicks);
+        let index = self.recorder.as_ref()?.record.steps.len() + 1;
+        let step = StepRecord {
+            index,
+            observation_id: obs.id.clone(),
+            actions: batch.to_value(),
+            rails: rails_verdict.into(),
+            verification: v.name().into(),
+            detail: v.detail().unwrap_or_default().to_string(),
+            timings_ms: times.clone(),
+            screenshot: shot.map(String::from),
+            verify_screenshot: vshot.map(String::from),
+            click_points: clicks.to_vec(),
+            plan: plan.to_string(),
+            picture: Some(picture),
+            focus,
+        };
+        if let Some(Err(e)) = self.recorder.as_mut().map(|r| r.push_step(step)) {
+            self.record_failed(e);
+        }
+        let total = times.capture + times.ocr + times.act + times.settle + times.verify;
+        self.emit_event(Event::Step {
+            index,
+            observation_id: obs.id.clone(),
+            rails: rails_verdict.into(),
+            verdict: v.name().into(),
+            detail: v.detail().unwrap_or_default().to_string(),
+            ms: (total * 10.0).round() / 10.0,
+        });
+        Some(index)
+    }
+}
+
+impl Host for Desk {
+    fn call(&mut self, call: &ToolCall) -> ToolResult {
+        if let Some((status, summary)) = &self.ended {
+            return ToolResult::Ended {
+                status: *status,
+                summary: summary.clone(),
+            };
+        }
+        let r = match call {
+            ToolCall::Observe => self.observe(),
+            ToolCall::Act(b) => self.act(b),
+            ToolCall::Done { success, summary } => {
+                let status = if *success {
+                    Status::Done
+                } else {
+                    Status::Failed
+                };
+                self.end(status, summary)
+            }
+        };
+        self.returned = Instant::now();
+        r
+    }
+
+    fn escape(&mut self) -> bool {
+        let Some(obs) = self.latest.take() else {
+            return false;
+        };
+        let batch = Batch {
+            observation_id: Some(obs.id.clone()),
+            actions: vec![Action::Key {
+                combo: parse_combo("escape").expect("a valid combo"),
+            }],
+            expect: Expect::default(),
+        };
+        let screen = Screen {
+            observation_id: &obs.id,
+            latest_id: &obs.id,
+            targets: &obs.perception.targets,
+            mapping: obs.mapping,
+            app: obs.app.as_deref(),
+        };
+        let rails = &self.settings.rails;
+        let ran = match rails::check(&batch, &screen, rails, &self.settings.stop.combo)
+            .map(|c| rails::approve(c, rails.mode, rails, false))
+        {
+            Ok(Decision::Run(a)) => self
+                .actuator
+                .run(a, Duration::ZERO)
+                .iter()
+                .all(|r| r.outcome == Outcome::Done),
+            _ => false,
+        };
+        self.emit_event(Event::Recovery {
+            class: "unexpected window or menu".into(),
+            action: "escape".into(),
+            ran,
+        });
+        self.latest = Some(obs);
+        if ran {
+            // What Escape left behind, not the menu it closed.
+            self.go(State::Settle, "pressed Escape");
+            if let Ok((o, _, _)) = self.settle() {
+                self.latest = Some(o);
+            }
+        }
+        ran
+    }
+
+    fn not_planned(&mut self, why: &str) {
+        let Some(obs) = self.latest.take() else {
+            return;
+        };
+        let times = PhaseTimes {
+            capture: obs.timing.map_or(0.0, |t| t.0),
+            ocr: obs.timing.map_or(0.0, |t| t.1),
+            plan: ms_since(self.returned),
+            ..Default::default()
+        };
+        let empty = Batch {
+            observation_id: Some(obs.id.clone()),
+            actions: Vec::new(),
+            expect: Expect::default(),
+        };
+        let v = Verdict::Failed {
+            reason: why.to_string(),
+            no_change: true,
+        };
+        self.record_step(&obs, &empty, "not planned", &v, times, "", None, None, &[]);
+        self.history.push(PastStep {
+            action: "(nothing planned)".into(),
+            verdict: format!("failed: {why}"),
+        });
+        self.latest = Some(obs);
+    }
+
+    fn emit(&mut self, e: Event) {
+        if let Event::Plan { say, .. } = &e {
+            self.plan = say.clone();
+        }
+        self.emit_event(e);
+    }
+
+    fn go(&mut self, to: State, why: &str) {
+        tracing::debug!("{:?} -> {to:?}: {why}", self.state);
+        let from = std::mem::replace(&mut self.state, to);
+        self.emit_event(Event::Transition {
+            from,
+            to,
+            why: why.to_string(),
+        });
+    }
+
+    fn stopped(&mut self) -> Option<Cause> {
+        if !self.latch.is_stopped() {
+            return None;
+        }
+        let cause = self.latch.cause().unwrap_or(Cause::EmergencyStop);
+        if !self.stop_told {
+            self.stop_told = true;
+            self.emit_event(Event::EmergencyStop {
+                cause: cause.to_string(),
+            });
+        }
+        Some(cause)
+    }
+
+    fn end(&mut self, status: Status, summary: &str) -> ToolResult {
+        if self.ended.is_none() {
+            let to = match status {
+                Status::Done => State::Done,
+                Status::Stopped => State::Stopped,
+                _ => State::Failed,
+            };
+            self.go(to, summary);
+            for w in self.writers.drain(..) {
+                let _ = w.join();
+            }
+            if let Some(Err(e)) = self.recorder.as_mut().map(|r| r.finish(status, summary)) {
+                self.record_failed(e);
+            }
+            self.emit_event(Event::SessionEnded {
+                status: format!("{status:?}").to_lowercase(),
+                summary: summary.to_string(),
+            });
+            self.ended = Some((status, summary.to_string()));
+        }
+        let (status, summary) = self.ended.clone().expect("set above");
+        ToolResult::Ended { status, summary }
+    }
+
+    fn broken(&mut self) -> Option<String> {
+        self.failure.take()
+    }
+}
+
+impl Drop for Desk {
+    fn drop(&mut self) {
+        for w in self.writers.drain(..) {
+            let _ = w.join();
+        }
+        // A desk dropped without an end (a panic unwinding, an error in the caller) still leaves
+        // a true record: the process did not die, the session was cut short.
+        if self.ended.is_none() && self.recorder.is_some() {
+            let _ = self.end(Status::Failed, "the session ended without finishing");
+        }
+    }
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+fn stopped_refusal(cause: Cause) -> Refusal {
+    Refusal {
+        rule: "stopped",
+        action: None,
+        message: format!("stopped by {cause}; nothing more will move this session"),
+    }
+}
+
+fn plan_or(plan: &str, batch: &Batch) -> String {
+    if plan.is_empty() {
+        batch.to_value()["actions"].to_string()
+    } else {
+        plan.to_string()
+    }
+}
+
+/// Every action of `batch` with the same outcome, resolved steps where the rails made them.
+fn outcomes(batch: &Batch, checked: Option<&Checked>, outcome: &'static str) -> Vec<ActionOutcome> {
+    batch
+        .actions
+        .iter()
+        .enumerate()
+        .map(|(i, a)| ActionOutcome {
+            index: i + 1,
+            action: a.name(),
+            step: checked.and_then(|c| c.steps.get(i)).map(Step::to_string),
+            outcome,
+            error: None,
+            ms: 0.0,
+        })
+        .collect()
+}
+
+/// Where the batch's clicks land, in model-picture pixels (for the report).
+fn click_points(checked: &Checked, m: &Mapping) -> Vec<[f64; 2]> {
+    checked
+        .steps
+        .iter()
+        .filter_map(|st| match st {
+            Step::Click { at, .. } => m
+                .logical_to_capture(*at)
+                .ok()
+                .map(|c| m.capture_to_image(c))
+                .map(|p| [p.x, p.y]),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Texts on screen after that the screen before did not have.
+fn appeared(before: &[Target], after: &[Target]) -> Vec<String> {
+    after
+        .iter()
+        .filter(|t| !before.iter().any(|b| b.text == t.text))
+        .map(|t| t.text.clone())
+        .collect()
+}
+
+/// The model picture's size and the part of it a person reviewing the step wants to see: every
+/// target and click point, with a margin (`None` when there is nothing on screen).
+fn focus_of(obs: &Observation, clicks: &[[f64; 2]]) -> ([f64; 2], Option<[f64; 4]>) {
+    let m = &obs.mapping;
+    let pic = Rect::new(0, 0, m.image_w as i32, m.image_h as i32);
+    let mut r: Option<Rect> = None;
+    let mut add = |x: Rect| r = Some(r.map_or(x, |u| u.union(&x)));
+    for t in &obs.perception.targets {
+        add(m.capture_rect_to_image(&t.rect));
+    }
+    for p in clicks {
+        add(Rect::new(p[0] as i32, p[1] as i32, 1, 1));
+    }
+    let focus = r
+        .map(|r| r.expand_within(24, &pic))
+        .map(|r| [r.x as f64, r.y as f64, r.w as f64, r.h as f64]);
+    ([m.image_w as f64, m.image_h as f64], focus)
+}

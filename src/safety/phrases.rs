@@ -1,0 +1,145 @@
+//! The fixed phrase lists the rails match on-screen text and typed text against (purchases, destructive dialogs, password fields, destructive commands), tolerant to OCR slips; screen text is data matched here, never read for instructions.
+
+use crate::action::{Combo, Modifier};
+use crate::perception::Target;
+
+pub const SHELL_META: &str = ";|&$`><\n\r";
+
+pub const PURCHASE: &[&str] = &[
+    "buy now",
+    "place order",
+    "place your order",
+    "pay now",
+    "pay",
+    "confirm purchase",
+    "complete purchase",
+    "checkout",
+    "check out",
+    "proceed to checkout",
+    "purchase",
+    "subscribe",
+    "confirm payment",
+    "submit payment",
+    "buy",
+];
+
+pub const DESTRUCTIVE_DIALOG: &[&str] = &[
+    "delete permanently",
+    "permanently delete",
+    "erase",
+    "format",
+    "empty trash",
+    "empty bin",
+    "empty recycle bin",
+    "delete all",
+    "wipe",
+    "factory reset",
+    "remove all",
+    "discard all",
+    "destroy",
+    "overwrite",
+];
+
+const PASSWORD_WORDS: &[&str] = &[
+    "password",
+    "passphrase",
+    "passcode",
+    "pin",
+    "pin code",
+    "secret",
+];
+
+/// The phrase of `list` that `text` contains (case-insensitive, whole words). Words of five
+/// letters or more may differ by one OCR slip (two from eight letters): a refusal must not be
+/// dodged by "Passuord" or "Delete permanentIy".
+pub fn phrase(text: &str, list: &[&'static str]) -> Option<&'static str> {
+    let norm: String = text
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+        .collect();
+    let words: Vec<&str> = norm.split_whitespace().collect();
+    let same = |a: &str, b: &str| {
+        let d = strsim::levenshtein(a, b);
+        d == 0 || (b.len() >= 5 && d <= 1) || (b.len() >= 8 && d <= 2)
+    };
+    list.iter().copied().find(|p| {
+        let pw: Vec<&str> = p.split_whitespace().collect();
+        words
+            .windows(pw.len())
+            .any(|w| w.iter().zip(&pw).all(|(a, b)| same(a, b)))
+    })
+}
+
+pub fn masked(text: &str) -> bool {
+    let t: Vec<char> = text.chars().filter(|c| !c.is_whitespace()).collect();
+    t.len() >= 3
+        && t.iter()
+            .all(|c| matches!(c, '•' | '●' | '*' | '·' | '∙' | '⬤' | '◦'))
+}
+
+/// Is the keyboard about to go into a password field? Judged from the clicked field (masked
+/// dots, or a password label in or just left of/above it) or, with no click, from masked dots
+/// anywhere on screen.
+pub fn password_field(focus: Option<&Target>, targets: &[Target]) -> Option<String> {
+    let label_near = |f: &Target| {
+        targets.iter().find(|t| {
+            phrase(&t.text, PASSWORD_WORDS).is_some() && {
+                let same_row = (t.rect.centre().y - f.rect.centre().y).abs()
+                    < f.rect.h.max(t.rect.h) as f64
+                    && t.rect.x <= f.rect.x
+                    && f.rect.x - t.rect.right() < 400;
+                let above = t.rect.bottom() <= f.rect.y + 2
+                    && f.rect.y - t.rect.bottom() < 60
+                    && (t.rect.x - f.rect.x).abs() < 300;
+                same_row || above || t.id == f.id
+            }
+        })
+    };
+    match focus {
+        Some(f) if masked(&f.text) => Some(format!("target {} shows masked characters: it is a password field", f.id)),
+        Some(f) => label_near(f).map(|l| format!("target {} is labelled {:?}: voxdesk never types into password fields", f.id, l.text)),
+        None => targets
+            .iter()
+            .find(|t| masked(&t.text))
+            .map(|t| format!("the screen shows a masked field (target {}): voxdesk never types into password fields", t.id))
+            .or_else(|| {
+                // A prompt like "Password:" (a terminal, a dialog) with no field clicked.
+                targets
+                    .iter()
+                    .find(|t| t.text.contains(':') && t.text.split(':').next().and_then(|head| phrase(head, PASSWORD_WORDS)).is_some())
+                    .map(|t| format!("the screen asks for a password ({:?}, target {}): voxdesk never types one", t.text, t.id))
+            }),
+    }
+}
+
+pub fn destructive_combo(c: &Combo) -> Option<String> {
+    let ctrl_only = c.modifiers == [Modifier::Ctrl];
+    if c.key == "delete" || c.key == "backspace" {
+        return (!c.modifiers.is_empty()).then(|| format!("{c} deletes"));
+    }
+    if ctrl_only && matches!(c.key.as_str(), "w" | "q" | "x") {
+        return Some(format!("{c} closes, quits or cuts"));
+    }
+    if c.modifiers == [Modifier::Alt] && c.key == "f4" {
+        return Some(format!("{c} closes the window"));
+    }
+    None
+}
+
+/// Typed text that runs destructive commands: `rm `, `del `, `sudo `, `shutdown`, `reboot`,
+/// as words (so "firm " is not "rm ").
+pub fn destructive_text(text: &str) -> Option<String> {
+    let t = text.to_lowercase();
+    ["rm ", "del ", "sudo ", "shutdown", "reboot"]
+        .iter()
+        .find(|w| {
+            t.match_indices(**w).any(|(i, _)| {
+                t[..i]
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !c.is_alphanumeric())
+            })
+        })
+        .map(|w| format!("typed text contains {:?}", w.trim()))
+}
