@@ -251,18 +251,6 @@ fn a_second_session_is_refused_until_the_first_dies() {
     assert_eq!(code, Some(0), "{rep} {err}");
 }
 
-/// Keys the X server reports down right now.
-fn keys_down(display: &str) -> Vec<u8> {
-    use x11rb::connection::Connection as _;
-    use x11rb::protocol::xproto::ConnectionExt as _;
-    let (c, _) = x11rb::connect(Some(display)).unwrap();
-    let km = c.query_keymap().unwrap().reply().unwrap().keys;
-    let _ = c.setup();
-    (0..=255u8)
-        .filter(|k| km[*k as usize / 8] & (1 << (k % 8)) != 0)
-        .collect()
-}
-
 #[test]
 fn emergency_stop_interrupts_a_long_type_and_leaves_nothing_held() {
     let Some(rig) = rig() else { return };

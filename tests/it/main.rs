@@ -1,6 +1,7 @@
 //! Integration tests: the `voxdesk` binary on fixture images, real Tesseract, and — under `cargo xtask test` — a real X server with real windows.
 
 mod act;
+mod architecture;
 mod desktop;
 mod narration;
 mod perception;

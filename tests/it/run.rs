@@ -98,7 +98,24 @@ fn the_calculator_task_verifies_and_every_record_written_parses() {
     assert!(events
         .lines()
         .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
-    assert!(events.contains("\"transition\""));
+    assert!(events.contains("\"event\":\"transition\""));
+    // The packet a model would read shows each past step with its verdict.
+    assert!(
+        events.contains("→ verified: the screen changed"),
+        "the packet's history has no verdicts"
+    );
+    // The record is private: it holds screenshots of the desktop.
+    let mode = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    };
+    assert_eq!(mode(&data.path().join("voxdesk")), 0o700);
+    assert_eq!(mode(&data.path().join("voxdesk/sessions")), 0o700);
+    assert_eq!(mode(&dir), 0o700);
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let f = f.unwrap().path();
+        assert_eq!(mode(&f), 0o600, "{}", f.display());
+    }
 
     // The report, looked at in a real browser.
     let o = output(
@@ -317,4 +334,87 @@ fn an_unreadable_task_or_unknown_session_is_refused_and_records_nothing() {
             .args(["report", "no-such-session"]),
     );
     assert_clean_failure(&o, "no session \"no-such-session\"");
+}
+
+/// With `record.screenshots = false` a session keeps no picture of the desktop; it still records
+/// every step.
+#[test]
+fn a_session_without_screenshots_keeps_none() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let o = output(
+        run_cmd(d, data.path(), "click 7, wait for 7").env("VOXDESK_RECORD_SCREENSHOTS", "false"),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let dir = only_session(data.path());
+    assert_eq!(record(&dir)["steps"].as_array().unwrap().len(), 2);
+    let pngs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "png"))
+        .collect();
+    assert!(pngs.is_empty(), "{pngs:?}");
+}
+
+/// SIGINT mid-typing and SIGTERM mid-wait: the queue is dropped, nothing is left held, the
+/// session is recorded as stopped, exit 4.
+#[test]
+fn sigint_and_sigterm_stop_the_session_with_nothing_held() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _term = app(d, &["xterm", "-geometry", "80x20+100+100"], "XTerm");
+    let long = format!("type \"{}\"", "b".repeat(2500));
+    for (sig, task) in [("INT", long.as_str()), ("TERM", "wait 20 s, type hello")] {
+        let data = tempfile::tempdir().unwrap();
+        let child = bin()
+            .env("DISPLAY", d)
+            .env("XDG_DATA_HOME", data.path())
+            .env("VOXDESK_ALLOW_APPS", "XTerm")
+            .args(["run", "--quiet", "--mode", "auto", task])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if sig == "INT" {
+            assert!(
+                wait_for(Duration::from_secs(30), || look(d)
+                    .iter()
+                    .any(|t| t.contains("bbbb"))),
+                "typing never started"
+            );
+        } else {
+            wait_until_under_way(data.path());
+        }
+        let _ = Command::new("kill")
+            .args([&format!("-{sig}"), &child.id().to_string()])
+            .status();
+        let o = child.wait_with_output().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            o.status.code(),
+            Some(4),
+            "SIG{sig}: {out} {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let dir = only_session(data.path());
+        let r = record(&dir);
+        assert_eq!(r["status"], "stopped", "SIG{sig}");
+        assert!(
+            r["summary"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("SIG{sig}")),
+            "{}",
+            r["summary"]
+        );
+        let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+        assert!(events.contains("\"event\":\"emergency_stop\""), "{events}");
+        assert!(
+            keys_down(d).is_empty(),
+            "SIG{sig}: keys still held: {:?}",
+            keys_down(d)
+        );
+    }
 }

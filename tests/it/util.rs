@@ -257,3 +257,15 @@ pub fn files_in(dir: &Path) -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// Keys the X server reports down right now.
+pub fn keys_down(display: &str) -> Vec<u8> {
+    use x11rb::connection::Connection as _;
+    use x11rb::protocol::xproto::ConnectionExt as _;
+    let (c, _) = x11rb::connect(Some(display)).unwrap();
+    let km = c.query_keymap().unwrap().reply().unwrap().keys;
+    let _ = c.setup();
+    (0..=255u8)
+        .filter(|k| km[*k as usize / 8] & (1 << (k % 8)) != 0)
+        .collect()
+}
