@@ -82,6 +82,19 @@ impl std::fmt::Display for RefusedByLock {
 }
 impl std::error::Error for RefusedByLock {}
 
+/// A batch on its way through `act`: what it was planned on and its result so far.
+struct Pending {
+    obs: Observation,
+    batch: Batch,
+    plan: String,
+    result: ActResult,
+    times: PhaseTimes,
+    /// Where its clicks land, in model-picture pixels.
+    clicks: Vec<[f64; 2]>,
+    /// Its step number in the record, were it recorded now.
+    index: usize,
+}
+
 /// One look at the screen.
 struct Observation {
     id: String,
@@ -353,15 +366,37 @@ impl Desk {
                 "act needs an observation: call observe first",
             );
         };
+        let why = if self.plan.is_empty() {
+            "act".to_string()
+        } else {
+            self.plan.clone()
+        };
+        self.go(State::Act, &why);
+        let mut p = self.pending(obs, batch, plan_ms);
+        let outcome = match self.approved(&mut p) {
+            Some(a) => self.run_and_verify(&mut p, a),
+            None => Ok(None),
+        };
+        match outcome {
+            Ok(after) => {
+                self.latest = Some(after.unwrap_or(p.obs));
+                ToolResult::Act(Box::new(p.result))
+            }
+            // The batch ran but the screen could not be seen: the driver must observe again.
+            Err(why) => ToolResult::error(ErrorKind::Capture, why),
+        }
+    }
+
+    /// A batch about to be judged against `obs`, with its result so far: nothing ran yet.
+    fn pending(&mut self, obs: Observation, batch: &Batch, plan_ms: f64) -> Pending {
         let mut batch = batch.clone();
         let named = batch
             .observation_id
             .get_or_insert_with(|| obs.id.clone())
             .clone();
         let plan = std::mem::take(&mut self.plan);
-        self.go(State::Act, if plan.is_empty() { "act" } else { &plan });
-        let mut result = ActResult {
-            observation_id: named.clone(),
+        let result = ActResult {
+            observation_id: named,
             app: obs.app.clone(),
             status: ActStatus::Refused,
             refusal: None,
@@ -372,32 +407,40 @@ impl Desk {
             step: None,
             after: Some(obs.view()),
         };
-        let mut times = PhaseTimes {
+        let times = PhaseTimes {
             capture: obs.timing.map_or(0.0, |t| t.0),
             ocr: obs.timing.map_or(0.0, |t| t.1),
             plan: plan_ms,
             ..Default::default()
         };
+        Pending {
+            index: self.recorder.as_ref().map_or(0, |r| r.record.steps.len()) + 1,
+            obs,
+            batch,
+            plan,
+            result,
+            times,
+            clicks: Vec::new(),
+        }
+    }
+
+    /// Stale check, rails, mode and confirmation: the approved batch, or `None` with the result
+    /// (stopped, refused, recorded, declined) filled in and recorded.
+    fn approved(&mut self, p: &mut Pending) -> Option<rails::Approved> {
         if let Some(cause) = self.stopped() {
-            result.status = ActStatus::Stopped;
-            result.refusal = Some(stopped_refusal(cause));
-            self.latest = Some(obs);
-            return ToolResult::Act(Box::new(result));
+            p.result.status = ActStatus::Stopped;
+            p.result.refusal = Some(stopped_refusal(cause));
+            return None;
         }
         let screen = Screen {
-            observation_id: &named,
-            latest_id: &obs.id,
-            targets: &obs.perception.targets,
-            mapping: obs.mapping,
-            app: obs.app.as_deref(),
+            observation_id: &p.result.observation_id,
+            latest_id: &p.obs.id,
+            targets: &p.obs.perception.targets,
+            mapping: p.obs.mapping,
+            app: p.obs.app.as_deref(),
         };
-        let checked = rails::check(
-            &batch,
-            &screen,
-            &self.settings.rails,
-            &self.settings.stop.combo,
-        );
-        let checked = match checked {
+        let rails = &self.settings.rails;
+        let checked = match rails::check(&p.batch, &screen, rails, &self.settings.stop.combo) {
             Ok(c) => c,
             Err(r) => {
                 self.emit_event(Event::Refusal {
@@ -405,66 +448,56 @@ impl Desk {
                     action: r.action,
                     message: r.message.clone(),
                 });
-                let step = self.record_step(
-                    &obs,
-                    &batch,
-                    r.rule,
-                    &Verdict::Unverified,
-                    times,
-                    &plan,
-                    None,
-                    None,
-                    &[],
-                );
-                result.step = step;
-                result.refusal = Some(r);
-                self.latest = Some(obs);
-                return ToolResult::Act(Box::new(result));
+                p.result.step = self.record_step(p, r.rule, &Verdict::Unverified, None, None);
+                p.result.refusal = Some(r);
+                return None;
             }
         };
-        let clicks = click_points(&checked, &obs.mapping);
-        let approved = match self.approve(checked.clone(), &plan) {
-            Ok(a) => a,
-            Err(decision) => {
-                let (status, rails_verdict, outcome) = match &decision {
-                    Err(_) => (ActStatus::Declined, "confirmation", "not-run"),
-                    Ok(()) => (ActStatus::Recorded, "recorded", "would-run"),
-                };
-                result.status = status;
-                result.refusal = decision.err();
-                result.actions = outcomes(&batch, Some(&checked), outcome);
-                let index = self.recorder.as_ref().map_or(0, |r| r.record.steps.len()) + 1;
-                let shot = self.screenshot(&obs, &format!("step-{index:03}.png"));
-                result.step = self.record_step(
-                    &obs,
-                    &batch,
-                    rails_verdict,
-                    &Verdict::Unverified,
-                    times,
-                    &plan,
-                    shot.as_deref(),
-                    None,
-                    &clicks,
-                );
-                if status == ActStatus::Recorded {
-                    self.history.push(PastStep {
-                        action: plan_or(&plan, &batch),
-                        verdict: "recorded (observe mode: not done)".into(),
-                    });
-                }
-                self.latest = Some(obs);
-                return ToolResult::Act(Box::new(result));
+        p.clicks = click_points(&checked, &p.obs.mapping);
+        p.result.actions = outcomes(&p.batch, Some(&checked), "not-run");
+        let why = match self.approve(checked.clone(), &p.plan) {
+            Ok(a) => return Some(a),
+            Err(why) => why,
+        };
+        let shot = self.screenshot(&p.obs, &format!("step-{:03}.png", p.index));
+        let rails_verdict = match why {
+            Ok(()) => {
+                p.result.status = ActStatus::Recorded;
+                p.result.actions = outcomes(&p.batch, Some(&checked), "would-run");
+                self.history.push(PastStep {
+                    action: plan_or(&p.plan, &p.batch),
+                    verdict: "recorded (observe mode: not done)".into(),
+                });
+                "recorded"
+            }
+            Err(refusal) => {
+                p.result.status = ActStatus::Declined;
+                p.result.refusal = Some(refusal);
+                "confirmation"
             }
         };
-        let index = self.recorder.as_ref().map_or(0, |r| r.record.steps.len()) + 1;
-        let shot = self.screenshot(&obs, &format!("step-{index:03}.png"));
+        p.result.step = self.record_step(
+            p,
+            rails_verdict,
+            &Verdict::Unverified,
+            shot.as_deref(),
+            None,
+        );
+        None
+    }
+
+    /// Actuate, settle, verify, record. The screen afterwards, `None` when the stop cut the
+    /// batch, or why the screen could not be seen after it ran.
+    fn run_and_verify(
+        &mut self,
+        p: &mut Pending,
+        approved: rails::Approved,
+    ) -> Result<Option<Observation>, String> {
+        let shot = self.screenshot(&p.obs, &format!("step-{:03}.png", p.index));
         let t_act = Instant::now();
-        result.actions = outcomes(&batch, Some(&checked), "not-run");
-        for r in self.actuator.run(
-            approved,
-            Duration::from_millis(self.settings.rails.rate_limit_ms),
-        ) {
-            let a = &mut result.actions[r.index];
+        let rate = Duration::from_millis(self.settings.rails.rate_limit_ms);
+        for r in self.actuator.run(approved, rate) {
+            let a = &mut p.result.actions[r.index];
             a.ms = (r.took.as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
             a.outcome = match r.outcome {
                 Outcome::Done => "done",
@@ -476,33 +509,27 @@ impl Desk {
                 }
             };
         }
-        times.act = ms_since(t_act);
+        p.times.act = ms_since(t_act);
         if let Some(cause) = self.stopped() {
-            result.status = ActStatus::Stopped;
-            result.refusal = Some(stopped_refusal(cause));
-            result.step = self.record_step(
-                &obs,
-                &batch,
-                "approved",
-                &Verdict::Unverified,
-                times,
-                &plan,
-                shot.as_deref(),
-                None,
-                &clicks,
-            );
-            self.latest = Some(obs);
-            return ToolResult::Act(Box::new(result));
+            p.result.status = ActStatus::Stopped;
+            p.result.refusal = Some(stopped_refusal(cause));
+            p.result.step =
+                self.record_step(p, "approved", &Verdict::Unverified, shot.as_deref(), None);
+            return Ok(None);
         }
-        let all_ran = result.actions.iter().all(|a| a.outcome == "done");
-        result.status = if all_ran {
+        let all_ran = p.result.actions.iter().all(|a| a.outcome == "done");
+        p.result.status = if all_ran {
             ActStatus::Ran
         } else {
             ActStatus::Failed
         };
         self.go(State::Settle, "acted");
-        let (after, settle_ms, changed_since) = match self.settle() {
-            Ok(s) => s,
+        let after = match self.settle() {
+            Ok((after, settle_ms, changed)) => {
+                p.times.settle = settle_ms;
+                p.result.changed = changed || after.perception.targets != p.obs.perception.targets;
+                after
+            }
             Err(e) => {
                 let why =
                     format!("the batch ran, but the screen could not be looked at afterwards: {e}");
@@ -510,37 +537,45 @@ impl Desk {
                     reason: why.clone(),
                     no_change: false,
                 };
-                self.record_step(
-                    &obs,
-                    &batch,
-                    "approved",
-                    &v,
-                    times,
-                    &plan,
-                    shot.as_deref(),
-                    None,
-                    &clicks,
-                );
-                return ToolResult::error(ErrorKind::Capture, why);
+                self.record_step(p, "approved", &v, shot.as_deref(), None);
+                return Err(why);
             }
         };
-        times.settle = settle_ms;
         self.go(State::Verify, "screen settled");
-        let t_verify = Instant::now();
-        let before = &obs.perception.targets;
-        let mut after = after;
-        let mut changed = changed_since || after.perception.targets != *before;
+        let after = self.judge(p, after, all_ran);
+        let vshot = self.screenshot(&after, &format!("step-{:03}-verify.png", p.index));
+        let verdict = p.result.verdict.clone();
+        p.result.step =
+            self.record_step(p, "approved", &verdict, shot.as_deref(), vshot.as_deref());
+        self.history.push(PastStep {
+            action: plan_or(&p.plan, &p.batch),
+            verdict: match verdict.detail() {
+                Some(d) => format!("{}: {d}", verdict.name()),
+                None => verdict.name().into(),
+            },
+        });
+        p.result.after = Some(after.view());
+        Ok(Some(after))
+    }
+
+    /// Verify the batch's expectation on the settled screen (looking once more when nothing
+    /// changed yet: a stale frame is the usual cause); the screen it was judged on.
+    fn judge(&mut self, p: &mut Pending, mut after: Observation, all_ran: bool) -> Observation {
+        let t = Instant::now();
+        let before = &p.obs.perception.targets;
+        let expect = &p.batch.expect;
         let mut verdict = if all_ran {
-            verify(&batch.expect, before, &after.perception.targets, changed)
+            verify(expect, before, &after.perception.targets, p.result.changed)
         } else {
-            let why = result
+            let why = p
+                .result
                 .actions
                 .iter()
                 .find_map(|a| a.error.clone())
                 .unwrap_or_else(|| "an action failed".into());
             Verdict::Failed {
                 reason: why,
-                no_change: !changed,
+                no_change: !p.result.changed,
             }
         };
         if all_ran
@@ -552,39 +587,16 @@ impl Desk {
                 }
             )
         {
-            // Nothing changed yet: a stale frame is the usual cause, so look once more.
-            if let Ok((again, _, c2)) = self.settle() {
-                changed = c2 || again.perception.targets != *before;
-                verdict = verify(&batch.expect, before, &again.perception.targets, changed);
+            if let Ok((again, _, changed)) = self.settle() {
+                p.result.changed = changed || again.perception.targets != *before;
+                verdict = verify(expect, before, &again.perception.targets, p.result.changed);
                 after = again;
             }
         }
-        times.verify = ms_since(t_verify);
-        result.changed = changed;
-        result.appeared = appeared(before, &after.perception.targets);
-        result.verdict = verdict.clone();
-        let vshot = self.screenshot(&after, &format!("step-{index:03}-verify.png"));
-        result.step = self.record_step(
-            &obs,
-            &batch,
-            "approved",
-            &verdict,
-            times,
-            &plan,
-            shot.as_deref(),
-            vshot.as_deref(),
-            &clicks,
-        );
-        self.history.push(PastStep {
-            action: plan_or(&plan, &batch),
-            verdict: match verdict.detail() {
-                Some(d) => format!("{}: {d}", verdict.name()),
-                None => verdict.name().into(),
-            },
-        });
-        result.after = Some(after.view());
-        self.latest = Some(after);
-        ToolResult::Act(Box::new(result))
+        p.times.verify = ms_since(t);
+        p.result.appeared = appeared(before, &after.perception.targets);
+        p.result.verdict = verdict;
+        after
     }
 
     /// Apply the mode and, when needed, the person's yes. `Err(Ok(()))`: observe mode, record
@@ -661,33 +673,30 @@ impl Desk {
         Some(name.to_string())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Record the step of `p` (when there is a record) and emit it; its number.
     fn record_step(
         &mut self,
-        obs: &Observation,
-        batch: &Batch,
+        p: &Pending,
         rails_verdict: &str,
         v: &Verdict,
-        times: PhaseTimes,
-        plan: &str,
         shot: Option<&str>,
         vshot: Option<&str>,
-        clicks: &[[f64; 2]],
     ) -> Option<usize> {
-        let (picture, focus) = focus_of(obs, clicks);
+        let (picture, focus) = focus_of(&p.obs, &p.clicks);
         let index = self.recorder.as_ref()?.record.steps.len() + 1;
+        let times = p.times.clone();
         let step = StepRecord {
             index,
-            observation_id: obs.id.clone(),
-            actions: batch.to_value(),
+            observation_id: p.obs.id.clone(),
+            actions: p.batch.to_value(),
             rails: rails_verdict.into(),
             verification: v.name().into(),
             detail: v.detail().unwrap_or_default().to_string(),
             timings_ms: times.clone(),
             screenshot: shot.map(String::from),
             verify_screenshot: vshot.map(String::from),
-            click_points: clicks.to_vec(),
-            plan: plan.to_string(),
+            click_points: p.clicks.clone(),
+            plan: p.plan.clone(),
             picture: Some(picture),
             focus,
         };
@@ -697,7 +706,7 @@ impl Desk {
         let total = times.capture + times.ocr + times.act + times.settle + times.verify;
         self.emit_event(Event::Step {
             index,
-            observation_id: obs.id.clone(),
+            observation_id: p.obs.id.clone(),
             rails: rails_verdict.into(),
             verdict: v.name().into(),
             detail: v.detail().unwrap_or_default().to_string(),
@@ -780,27 +789,22 @@ impl Host for Desk {
         let Some(obs) = self.latest.take() else {
             return;
         };
-        let times = PhaseTimes {
-            capture: obs.timing.map_or(0.0, |t| t.0),
-            ocr: obs.timing.map_or(0.0, |t| t.1),
-            plan: ms_since(self.returned),
-            ..Default::default()
-        };
         let empty = Batch {
             observation_id: Some(obs.id.clone()),
             actions: Vec::new(),
             expect: Expect::default(),
         };
+        let p = self.pending(obs, &empty, ms_since(self.returned));
         let v = Verdict::Failed {
             reason: why.to_string(),
             no_change: true,
         };
-        self.record_step(&obs, &empty, "not planned", &v, times, "", None, None, &[]);
+        self.record_step(&p, "not planned", &v, None, None);
         self.history.push(PastStep {
             action: "(nothing planned)".into(),
             verdict: format!("failed: {why}"),
         });
-        self.latest = Some(obs);
+        self.latest = Some(p.obs);
     }
 
     fn emit(&mut self, e: Event) {
