@@ -22,6 +22,8 @@ const MIN_SEED_HEIGHT: i32 = 5;
 const LABEL_GAP: f64 = 0.8;
 /// The first pass chains more loosely (its height estimate is rough); the second pass splits.
 const CHAIN_GAP: f64 = 1.6;
+/// How far left of a label's first letter a speck may be and still lead it (capture pixels).
+const LEAD_SPAN: i32 = 16;
 /// Blobs up to this tall may be punctuation (a comma at scale 2 is 7 px) and join any label.
 const PUNCT_MAX_H: i32 = 8;
 
@@ -31,6 +33,9 @@ pub struct LineBox {
     pub rect: Rect,
     /// Median glyph-blob height: the text size, used to scale the crop for recognition.
     pub text_h: i32,
+    /// A glyph built only of flat strokes and dots ("-", "=", "÷"), already identified from its
+    /// shape: Tesseract reads such a lone glyph badly ("=" as "—", "÷" is not in its alphabet).
+    pub glyph: Option<char>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -57,14 +62,9 @@ pub fn find_lines(rgba: &[u8], width: u32, height: u32, region: Rect) -> Vec<Lin
         return Vec::new();
     }
     let blobs = edge_blobs(rgba, width as usize, region);
-    let specks: Vec<Blob> = blobs
-        .iter()
-        .filter(|b| b.h() < MIN_SEED_HEIGHT)
-        .copied()
-        .collect();
-    let mut lines = group_blobs(blobs);
-    lines.extend(flat_glyphs(&specks, &lines));
-    for l in &mut lines {
+    let mut lines = group_blobs(blobs.clone());
+    lines.extend(flat_glyphs(rgba, width as usize, &blobs, &lines));
+    for l in lines.iter_mut().filter(|l| l.glyph.is_none()) {
         l.text_h = core_height(rgba, width as usize, &l.rect).unwrap_or(l.text_h);
     }
     lines
@@ -136,11 +136,21 @@ fn erase_vertical_rules(mask: &mut [bool], w: usize, h: usize) {
 
 /// Specks this close (capture pixels, horizontally and vertically) are one flat glyph.
 const SPECK_GAP: i32 = 4;
+/// The longest flat stroke a glyph has ("=" of 20 px text is ~12 px): the two end specks of a
+/// longer one are a rule's, not a glyph's.
+const MAX_BAR: i32 = 24;
 
-/// Glyphs made only of flat strokes ("=", "÷" in a small bitmap font) reach the column-jump
-/// mask as specks at the ends of each stroke and never seed a label. Stacked specks that
-/// cluster into a small glyph-sized box, away from every label, become a label of their own.
-fn flat_glyphs(specks: &[Blob], lines: &[LineBox]) -> Vec<LineBox> {
+/// Glyphs made only of flat strokes and dots ("-", "=", "÷" in a bitmap font) reach the
+/// column-jump mask only as specks at the ends of each stroke and never seed a label. The two
+/// end specks of one stroke are joined into a bar (checked on the pixels between them), bars and
+/// dots that cluster into a small glyph-sized box away from every label become a label of their
+/// own, identified from how its bars and dots are arranged when that is unambiguous.
+fn flat_glyphs(rgba: &[u8], width: usize, blobs: &[Blob], lines: &[LineBox]) -> Vec<LineBox> {
+    let specks: Vec<Blob> = blobs
+        .iter()
+        .filter(|b| b.h() < MIN_SEED_HEIGHT)
+        .copied()
+        .collect();
     let near_label = |b: &Blob| {
         lines.iter().any(|l| {
             let m = (l.text_h / 2).max(2);
@@ -150,9 +160,11 @@ fn flat_glyphs(specks: &[Blob], lines: &[LineBox]) -> Vec<LineBox> {
                 && b.y0 < l.rect.bottom() + m
         })
     };
-    let free: Vec<Blob> = specks.iter().filter(|b| !near_label(b)).copied().collect();
-    // Single-link clustering; specks are few once every label's are taken out.
-    let mut cluster: Vec<usize> = (0..free.len()).collect();
+    let mut free: Vec<Blob> = specks.into_iter().filter(|b| !near_label(b)).collect();
+    free.sort_by_key(|b| (b.y0, b.x0));
+    let parts = join_bars(rgba, width, &free);
+    // Single-link clustering; parts are few once every label's are taken out.
+    let mut cluster: Vec<usize> = (0..parts.len()).collect();
     fn root(c: &mut [usize], mut i: usize) -> usize {
         while c[i] != i {
             c[i] = c[c[i]];
@@ -160,12 +172,12 @@ fn flat_glyphs(specks: &[Blob], lines: &[LineBox]) -> Vec<LineBox> {
         }
         i
     }
-    let mut by_x: Vec<usize> = (0..free.len()).collect();
-    by_x.sort_by_key(|&i| free[i].x0);
+    let mut by_x: Vec<usize> = (0..parts.len()).collect();
+    by_x.sort_by_key(|&i| parts[i].x0);
     for (k, &i) in by_x.iter().enumerate() {
         for &j in &by_x[k + 1..] {
-            let (a, b) = (&free[i], &free[j]);
-            if b.x0 - a.x1 > 3 * SPECK_GAP {
+            let (a, b) = (&parts[i], &parts[j]);
+            if b.x0 - a.x1 > MAX_BAR {
                 break;
             }
             let dx = (b.x0 - a.x1).max(a.x0 - b.x1);
@@ -176,25 +188,135 @@ fn flat_glyphs(specks: &[Blob], lines: &[LineBox]) -> Vec<LineBox> {
             }
         }
     }
-    let mut boxes: std::collections::HashMap<usize, (Rect, usize)> = Default::default();
-    for (i, b) in free.iter().enumerate() {
-        let r = root(&mut cluster, i);
-        let e = boxes
-            .entry(r)
-            .or_insert((Rect::new(b.x0, b.y0, b.w(), b.h()), 0));
-        e.0 = e.0.union(&Rect::new(b.x0, b.y0, b.w(), b.h()));
-        e.1 += 1;
+    let mut groups: std::collections::HashMap<usize, Vec<Blob>> = Default::default();
+    for (i, b) in parts.iter().enumerate() {
+        groups.entry(root(&mut cluster, i)).or_default().push(*b);
     }
-    let mut out: Vec<LineBox> = boxes
+    let mut out: Vec<LineBox> = groups
         .into_values()
-        .filter(|(r, n)| *n >= 2 && (3..=16).contains(&r.h) && (4..=24).contains(&r.w))
-        .map(|(rect, _)| LineBox {
-            rect,
-            text_h: rect.h,
+        .filter_map(|g| {
+            let rect = g.iter().fold(Rect::default(), |r, b| {
+                r.union(&Rect::new(b.x0, b.y0, b.w(), b.h()))
+            });
+            let glyph = flat_glyph_shape(&g);
+            let lone_bar = g.len() == 1 && glyph.is_some() && alone(&rect, blobs);
+            let glyph_sized = (3..=16).contains(&rect.h) && (4..=MAX_BAR).contains(&rect.w);
+            ((g.len() >= 2 && glyph_sized) || lone_bar).then_some(LineBox {
+                rect,
+                text_h: rect.h.max(MIN_SEED_HEIGHT),
+                glyph,
+            })
         })
         .collect();
     out.sort_by_key(|l| (l.rect.y, l.rect.x));
     out
+}
+
+/// A lone bar is a "-" only with nothing else around it for its own length: the overline of a
+/// "√", a strikethrough or a stroke of an icon has ink close by.
+fn alone(bar: &Rect, blobs: &[Blob]) -> bool {
+    let m = bar.w.max(LONE_BAR_MARGIN);
+    let around = Rect::new(bar.x - m, bar.y - m, bar.w + 2 * m, bar.h + 2 * m);
+    blobs.iter().all(|b| {
+        let r = Rect::new(b.x0, b.y0, b.w(), b.h());
+        let inside =
+            bar.x <= r.x && bar.y <= r.y && r.right() <= bar.right() && r.bottom() <= bar.bottom();
+        inside || !r.intersects(&around)
+    })
+}
+
+/// The least clear space (capture pixels) a lone bar needs on every side to count as a "-".
+const LONE_BAR_MARGIN: i32 = 8;
+
+/// Join pairs of specks that are the two ends of one horizontal stroke into one blob spanning
+/// the stroke: the same rows, at most `MAX_BAR` apart, and one flat ink colour between them that
+/// differs from what lies outside the left end. Other specks are kept as they are.
+fn join_bars(rgba: &[u8], width: usize, specks: &[Blob]) -> Vec<Blob> {
+    let px = |x: i32, y: i32| {
+        let i = (y as usize * width + x as usize) * 4;
+        [rgba[i], rgba[i + 1], rgba[i + 2]]
+    };
+    let far = |a: [u8; 3], b: [u8; 3]| {
+        a.iter()
+            .zip(b)
+            .map(|(p, q)| p.abs_diff(q))
+            .max()
+            .unwrap_or(0)
+            >= EDGE_THRESHOLD
+    };
+    let mut used = vec![false; specks.len()];
+    let mut out = Vec::with_capacity(specks.len());
+    for i in 0..specks.len() {
+        if used[i] {
+            continue;
+        }
+        let a = specks[i];
+        // Specks are sorted by (y0, x0): the stroke's right end is a later one on the same rows.
+        let partner = (i + 1..specks.len())
+            .take_while(|&j| specks[j].y0 == a.y0)
+            .filter(|&j| !used[j] && specks[j].y1 == a.y1)
+            .find(|&j| {
+                let b = specks[j];
+                if b.x0 <= a.x0 + 1 || b.x0 - a.x0 > MAX_BAR {
+                    return false;
+                }
+                // An edge at x is a jump between x and x+1: the stroke's ink is a.x0+1 ..= b.x0.
+                (a.y0..a.y1).all(|y| {
+                    let ink = px(a.x0 + 1, y);
+                    far(px(a.x0, y), ink) && (a.x0 + 1..=b.x0).all(|x| !far(px(x, y), ink))
+                })
+            });
+        match partner {
+            Some(j) => {
+                used[j] = true;
+                out.push(Blob {
+                    x0: a.x0,
+                    y0: a.y0,
+                    x1: specks[j].x1,
+                    y1: a.y1,
+                });
+            }
+            None => out.push(a),
+        }
+    }
+    out
+}
+
+/// The character a cluster of flat parts draws, when its arrangement says so unambiguously:
+/// one bar is "-", two stacked bars of about one length are "=", a bar with a dot centred above
+/// and one below, each clear of it, is "÷" (a "+" whose stem the bar's row cuts in two is not). Parts are blobs of the edge mask, so a stroke's blob is one column wider
+/// on each side than its ink.
+fn flat_glyph_shape(parts: &[Blob]) -> Option<char> {
+    let is_bar = |b: &Blob| b.w() - 2 >= 3 * b.h() && b.w() - 2 >= 3;
+    let is_dot = |b: &Blob, bar: &Blob| {
+        let ink_w = (b.w() - 2).max(1);
+        ink_w <= 2 * b.h() && b.h() <= 2 * ink_w && ink_w * 2 <= bar.w() - 2
+    };
+    let centre = |b: &Blob| b.x0 + b.x1;
+    match parts {
+        [bar] if is_bar(bar) && bar.h() <= 3 => Some('-'),
+        [a, b] if is_bar(a) && is_bar(b) => {
+            let (top, low) = if a.y0 <= b.y0 { (a, b) } else { (b, a) };
+            let same_len = (top.w() - low.w()).abs() * 4 <= top.w().max(low.w());
+            let aligned = (centre(top) - centre(low)).abs() <= top.w().min(low.w()) / 2;
+            (same_len && aligned && low.y0 > top.y1).then_some('=')
+        }
+        [_, _, _] => {
+            let mut p = parts.to_vec();
+            p.sort_by_key(|b| b.y0);
+            let (up, bar, down) = (&p[0], &p[1], &p[2]);
+            let centred = |d: &Blob| (centre(d) - centre(bar)).abs() <= (bar.w() - 2) / 2;
+            (is_bar(bar)
+                && is_dot(up, bar)
+                && is_dot(down, bar)
+                && up.y1 < bar.y0
+                && down.y0 > bar.y1
+                && centred(up)
+                && centred(down))
+            .then_some('÷')
+        }
+        _ => None,
+    }
 }
 
 /// Radius of a widget's rounded corner (at scale 2) that is cleared with its rule.
@@ -349,6 +471,7 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
     }
     let mut open: Vec<Open> = Vec::new();
     let mut chains: Vec<Vec<Blob>> = Vec::new();
+    let mut loose: Vec<Blob> = Vec::new();
     for b in blobs {
         // Close labels that this blob (and every later one) is already too far right of.
         let mut k = 0;
@@ -395,14 +518,29 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
                 o.core_h = median(&mut hs).max(MIN_SEED_HEIGHT);
             }
             None => {
+                // Specks seen before any label could take them wait here: the left arm of a
+                // leading "+" or a leading "-" comes before the first letter of its label.
+                loose.retain(|s| s.x1 >= b.x0 - LEAD_SPAN);
                 if b.h() >= 3 {
+                    let mut blobs: Vec<Blob> = Vec::new();
+                    loose.retain(|s| {
+                        let cy = (s.y0 + s.y1) / 2;
+                        let leads = cy >= b.y0 && cy < b.y1 && s.x0 < b.x0;
+                        if leads {
+                            blobs.push(*s);
+                        }
+                        !leads
+                    });
+                    blobs.push(b);
                     open.push(Open {
-                        blobs: vec![b],
+                        blobs,
                         y0: b.y0,
                         y1: b.y1,
                         x1: b.x1,
                         core_h: b.h(),
                     });
+                } else {
+                    loose.push(b);
                 }
             }
         }
@@ -437,9 +575,11 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
         // than a word space of *this* text ends it too.
         let mut part: Vec<Blob> = Vec::new();
         let mut parts: Vec<Vec<Blob>> = Vec::new();
+        let mut leading: Vec<Blob> = Vec::new();
         for b in chain {
             if is_rule(&b, text_h) {
                 parts.push(std::mem::take(&mut part));
+                leading.clear();
                 continue;
             }
             let glyph_band = part.iter().filter(|p| p.h() >= MIN_SEED_HEIGHT).fold(
@@ -451,9 +591,12 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
             if b.h() < MIN_SEED_HEIGHT {
                 // A speck belongs to the label only inside its letters' band (a full stop, a
                 // dot of an i); rounded button corners above and below would bridge two labels.
+                // Before the first letter that band is not known yet: the speck waits for it.
                 let cy = (b.y0 + b.y1) / 2;
-                if glyph_band.is_some_and(|(a, z)| cy >= a && cy < z) {
-                    part.push(b);
+                match glyph_band {
+                    Some((a, z)) if cy >= a && cy < z => part.push(b),
+                    Some(_) => {}
+                    None => leading.push(b),
                 }
                 continue;
             }
@@ -462,6 +605,18 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
                     parts.push(std::mem::take(&mut part));
                 }
             }
+            if !part.iter().any(|p| p.h() >= MIN_SEED_HEIGHT) {
+                // Only specks in the middle of the first letter's height: one at its top or
+                // bottom is the end of that letter's own bar (the top of a "7"), already read
+                // with it, while a leading "+" or "-" sits in the middle.
+                let gap = LABEL_GAP * letter_h as f64 + 1.0;
+                let (mid0, mid1) = (b.y0 + b.h() / 4, b.y1 - b.h() / 4);
+                part.extend(leading.drain(..).filter(|s| {
+                    let cy = (s.y0 + s.y1) / 2;
+                    cy >= mid0 && cy < mid1 && (b.x0 - s.x1) as f64 <= gap
+                }));
+            }
+            leading.clear();
             part.push(b);
         }
         parts.push(part);
@@ -486,7 +641,11 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
             if r.h > 24 && p.iter().all(|b| is_thin(b) || b.h() < MIN_SEED_HEIGHT) {
                 continue;
             }
-            out.push(LineBox { rect: r, text_h });
+            out.push(LineBox {
+                rect: r,
+                text_h,
+                glyph: None,
+            });
         }
     }
     out.sort_by_key(|l| (l.rect.y, l.rect.x));
@@ -520,25 +679,66 @@ mod tests {
     }
 
     #[test]
-    fn flat_stroke_glyphs_alone_become_labels() {
+    fn flat_stroke_glyphs_alone_become_labels_named_by_their_shape() {
         let bg = [255, 255, 255];
         let fg = [0, 0, 0];
-        let full = |px: &[u8]| find_lines(px, 200, 100, Rect::new(0, 0, 200, 100));
-        // A bitmap "=": two 6x1 bars, two rows apart, alone on a key.
+        let full = |g: &[Rect]| {
+            let px = canvas(200, 100, g, bg, fg);
+            find_lines(&px, 200, 100, Rect::new(0, 0, 200, 100))
+        };
+        let glyphs = |g: &[Rect]| full(g).iter().map(|l| l.glyph).collect::<Vec<_>>();
+        // A bitmap "=": two 6x1 bars, two rows apart, alone on a key; and the same with the
+        // longer bars and narrower gap of a 17 px font.
         let eq = [Rect::new(100, 50, 6, 1), Rect::new(100, 53, 6, 1)];
-        let lines = full(&canvas(200, 100, &eq, bg, fg));
+        let lines = full(&eq);
         assert_eq!(lines.len(), 1, "{lines:?}");
-        assert!(lines[0]
-            .rect
-            .contains(crate::geometry::Rect::new(101, 50, 4, 4).centre()));
-        // A lone "-" (one bar) is too flat to tell from a rule's ends: no label.
-        let minus = [Rect::new(100, 50, 6, 1)];
-        assert!(full(&canvas(200, 100, &minus, bg, fg)).is_empty());
+        assert!(lines[0].rect.contains(Rect::new(101, 50, 4, 4).centre()));
+        assert_eq!(lines[0].glyph, Some('='));
+        assert_eq!(
+            glyphs(&[Rect::new(100, 50, 8, 1), Rect::new(100, 53, 8, 1)]),
+            [Some('=')]
+        );
+        // A lone bar with clear space around it is a "-"; one with ink close by is not.
+        assert_eq!(glyphs(&[Rect::new(100, 50, 4, 1)]), [Some('-')]);
+        assert!(full(&[Rect::new(100, 50, 16, 1), Rect::new(96, 56, 2, 9)])
+            .iter()
+            .all(|l| l.glyph != Some('-')));
+        // "÷": a bar with a dot above and below, each clear of it.
+        let div = [
+            Rect::new(100, 50, 1, 2),
+            Rect::new(96, 54, 9, 1),
+            Rect::new(100, 57, 1, 2),
+        ];
+        assert_eq!(glyphs(&div), [Some('÷')]);
+        // A "+" whose arm's row cuts its 4 px stem in two is no "÷": it is left to Tesseract.
+        let plus = [
+            Rect::new(99, 50, 2, 4),
+            Rect::new(96, 54, 8, 1),
+            Rect::new(99, 55, 2, 4),
+        ];
+        assert!(full(&plus).iter().all(|l| l.glyph != Some('÷')));
         // Next to a word, the bars are that label's business, not a label of their own.
         let mut g = word(60, 46, 4);
         g.extend(eq);
-        let lines = full(&canvas(200, 100, &g, bg, fg));
+        let lines = full(&g);
         assert_eq!(lines.len(), 1, "{lines:?}");
+        assert_eq!(lines[0].glyph, None);
+    }
+
+    #[test]
+    fn a_speck_before_the_first_letter_leads_its_label() {
+        // A "+" drawn as a 7x1 arm over a 1 px stem that the arm's row cuts in two, then a 6x10
+        // letter: the arm's left end comes before any letter and still belongs to the label.
+        let g = [
+            Rect::new(23, 12, 1, 3),
+            Rect::new(20, 15, 7, 1),
+            Rect::new(23, 16, 1, 3),
+            Rect::new(30, 10, 6, 10),
+        ];
+        let px = canvas(80, 30, &g, [255; 3], [0; 3]);
+        let lines = find_lines(&px, 80, 30, Rect::new(0, 0, 80, 30));
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].rect.x <= 20, "{lines:?}");
     }
 
     #[test]

@@ -25,6 +25,9 @@ const STRIP_BORDER_X: u32 = 4;
 const STRIP_BORDER_Y: u32 = 10;
 /// Words further apart than this many word heights are separate labels.
 const WORD_GAP: f64 = 0.9;
+/// Confidence of a glyph identified from the arrangement of its strokes (see `lines::LineBox::glyph`):
+/// as sure as a clear Tesseract word, since the arrangement admits one reading only.
+const SHAPE_CONF: f32 = 0.9;
 /// Words Tesseract itself doubts this much are dropped (0–100).
 const MIN_WORD_CONF: f32 = 25.0;
 
@@ -275,8 +278,18 @@ pub fn recognise(
     pool: &EnginePool,
     cache: &mut StripCache,
 ) -> Result<(Vec<Label>, usize), EngineError> {
+    // Glyphs already identified from their shape need no OCR.
+    let shaped = lines.iter().filter_map(|l| {
+        l.glyph.map(|c| Label {
+            text: c.to_string(),
+            rect: l.rect,
+            conf: SHAPE_CONF,
+        })
+    });
+    let shaped: Vec<Label> = shaped.collect();
     let strips: Vec<Strip> = lines
         .iter()
+        .filter(|l| l.glyph.is_none())
         .map(|l| make_strip(rgba, width, height, l))
         .collect();
     let todo: Vec<usize> = {
@@ -324,7 +337,7 @@ pub fn recognise(
             cache.map.insert(strips[i].key, words);
         }
     }
-    let mut labels = Vec::new();
+    let mut labels = shaped;
     for s in &strips {
         if let Some(words) = cache.map.get(&s.key) {
             labels.extend(words_to_labels(words, s));
@@ -426,11 +439,13 @@ fn clean_text(t: &str) -> String {
         s = s.trim_matches(|c: char| {
             matches!(c, '|' | '¦' | '‘' | '’' | '“' | '”' | '_' | '—') || c.is_whitespace()
         });
+        // An unmatched bracket at an end is a border fragment, unless it is the whole label
+        // (a calculator's "(" key).
         for (open, close) in [('(', ')'), ('[', ']'), ('{', '}')] {
-            if s.starts_with(open) && !s.contains(close) {
+            if s.starts_with(open) && !s.contains(close) && s.len() > open.len_utf8() {
                 s = &s[open.len_utf8()..];
             }
-            if s.ends_with(close) && !s.contains(open) {
+            if s.ends_with(close) && !s.contains(open) && s.len() > close.len_utf8() {
                 s = &s[..s.len() - close.len_utf8()];
             }
         }
@@ -535,6 +550,12 @@ mod tests {
         assert_eq!(clean_text("(Open"), "Open");
         assert_eq!(clean_text("Size (KB)"), "Size (KB)");
         assert_eq!(clean_text("[x]"), "[x]");
+        assert_eq!(
+            clean_text("("),
+            "(",
+            "a lone bracket is a key, not a fragment"
+        );
+        assert_eq!(clean_text(")"), ")");
     }
 
     #[test]
@@ -560,6 +581,7 @@ mod tests {
             &LineBox {
                 rect: Rect::new(15, 6, 10, 8),
                 text_h: 8,
+                glyph: None,
             },
         );
         assert_eq!(s.gray.get_pixel(0, 0).0[0], 255, "background becomes white");
