@@ -190,14 +190,45 @@ impl Drop for Guard {
     }
 }
 
-/// Start an app and focus it; killed when the guard drops.
+/// What an app prints when a resource it loads at run time is missing and it quietly falls back
+/// (a font from an uninstalled package, a font set, fontconfig's own configuration).
+pub const MISSING_RESOURCE: &[&str] = &[
+    "Cannot convert string",
+    "Missing charsets",
+    "cannot load font",
+    "Unable to load any usable",
+    "Fontconfig error",
+];
+
+/// Start an app and focus it; killed when the guard drops. Fails when the app reports a missing
+/// resource on stderr: a package the tests need but the xtask does not install shows up here
+/// instead of as a quiet fallback that only looks different.
 pub fn app(display: &str, cmd: &[&str], class: &str) -> Guard {
+    let (g, stderr) = app_with_stderr(display, cmd, class);
+    let missing: Vec<&str> = stderr
+        .lines()
+        .filter(|l| MISSING_RESOURCE.iter().any(|m| l.contains(m)))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} is missing run-time resources (a package the xtask should install):\n{}",
+        cmd[0],
+        missing.join("\n")
+    );
+    g
+}
+
+/// Start an app and focus it, and return what it printed on stderr until its window was up.
+pub fn app_with_stderr(display: &str, cmd: &[&str], class: &str) -> (Guard, String) {
+    use std::io::{Read, Seek};
+    let log = tempfile::tempfile().expect("a temporary file for the app's stderr");
+    let mut reader = log.try_clone().expect("a second handle on it");
     let g = Guard(
         Command::new(cmd[0])
             .env("DISPLAY", display)
             .args(&cmd[1..])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .expect("start app"),
     );
@@ -216,7 +247,10 @@ pub fn app(display: &str, cmd: &[&str], class: &str) -> Guard {
         .args(["search", "--class", class, "windowactivate", "--sync"])
         .status();
     std::thread::sleep(Duration::from_millis(400));
-    g
+    let mut stderr = String::new();
+    let _ = reader.rewind();
+    let _ = reader.read_to_string(&mut stderr);
+    (g, stderr)
 }
 
 /// Chromium with a throwaway profile and nothing that reaches the network (root needs no sandbox).
