@@ -817,6 +817,9 @@ impl Host for Desk {
     fn go(&mut self, to: State, why: &str) {
         tracing::debug!("{:?} -> {to:?}: {why}", self.state);
         let from = std::mem::replace(&mut self.state, to);
+        if from == to {
+            return;
+        }
         self.emit_event(Event::Transition {
             from,
             to,
