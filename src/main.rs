@@ -172,8 +172,26 @@ fn ensure_single_threaded_omp() {
     }
 }
 
+/// glibc raises its mmap threshold to the size of each large mmapped block that is freed (up to
+/// 32 MiB); from then on such blocks come from the malloc arenas, which keep freed memory
+/// resident. Every step allocates and frees blocks of 2-22 MB on short-lived threads (8 MB
+/// frames and their copies for the PNG writers, each writer's 22 MB float buffer of the picture
+/// downscale), so resident memory ratcheted up to the peak of those buffers spread over the
+/// threads' arenas: measured 145 -> 160 MB over 100 steps with 33 MB live, the rest free heap.
+/// A fixed threshold keeps every block of 1 MiB and more mmapped, returned to the kernel when it
+/// is freed (measured: 64 MB, flat); smaller allocations (Tesseract's, the strips') stay in the
+/// arenas.
+fn fix_mmap_threshold() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; it is thread-safe and takes no pointers.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
+}
+
 fn main() -> ExitCode {
     ensure_single_threaded_omp();
+    fix_mmap_threshold();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("VOXDESK_LOG")
