@@ -98,7 +98,8 @@ struct Pending {
 /// One look at the screen.
 struct Observation {
     id: String,
-    frame: Frame,
+    /// Shared with the step-picture writers, which would otherwise copy 8 MB each.
+    frame: Arc<Frame>,
     perception: Perception,
     app: Option<String>,
     /// Model picture ↔ capture ↔ logical for this frame.
@@ -294,7 +295,7 @@ impl Desk {
         Ok(Observation {
             id: format!("{}-{}", self.id_prefix, self.seq),
             timing: Some((capture_ms, perception.timings.total_ms)),
-            frame,
+            frame: Arc::new(frame),
             perception,
             app,
             mapping,
