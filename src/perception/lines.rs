@@ -64,6 +64,11 @@ pub fn find_lines(rgba: &[u8], width: u32, height: u32, region: Rect) -> Vec<Lin
     let blobs = edge_blobs(rgba, width as usize, region);
     let mut lines = group_blobs(blobs.clone());
     lines.extend(flat_glyphs(rgba, width as usize, &blobs, &lines));
+    for l in &mut lines {
+        if l.glyph.is_none() && is_pi(rgba, width as usize, height as usize, &l.rect) {
+            l.glyph = Some('π');
+        }
+    }
     for l in lines.iter_mut().filter(|l| l.glyph.is_none()) {
         l.text_h = core_height(rgba, width as usize, &l.rect).unwrap_or(l.text_h);
     }
@@ -94,6 +99,101 @@ fn core_height(rgba: &[u8], width: usize, r: &Rect) -> Option<i32> {
         return None;
     }
     Some(counts.iter().filter(|&&c| c * 3 >= max).count() as i32)
+}
+
+/// Does the lone glyph in `r` draw a "π": a bar across its top that overhangs two legs hanging
+/// from it? Calculators label their pi key with it, and Tesseract's English model has no "π"
+/// (it reads "x" or "T"). A "T" has one leg, an "n" or "П" has no overhang on the left and right,
+/// an "m" has three legs.
+fn is_pi(rgba: &[u8], width: usize, height: usize, r: &Rect) -> bool {
+    if r.h < 5 || r.h > 40 || r.w < 5 || r.w * 2 > r.h * 3 || r.w * 5 < r.h * 3 {
+        return false;
+    }
+    let px = |x: i32, y: i32| {
+        let i = (y as usize * width + x as usize) * 4;
+        [rgba[i], rgba[i + 1], rgba[i + 2]]
+    };
+    let frame = Rect::new(0, 0, width as i32, height as i32);
+    let area = r.expand_within(1, &frame);
+    // Background: the most common colour on the ring around the glyph.
+    let mut counts: std::collections::HashMap<[u8; 3], u32> = Default::default();
+    for x in area.x..area.right() {
+        *counts.entry(px(x, area.y)).or_default() += 1;
+        *counts.entry(px(x, area.bottom() - 1)).or_default() += 1;
+    }
+    for y in area.y..area.bottom() {
+        *counts.entry(px(area.x, y)).or_default() += 1;
+        *counts.entry(px(area.right() - 1, y)).or_default() += 1;
+    }
+    let Some(bg) = counts
+        .into_iter()
+        .max_by_key(|&(c, n)| (n, c))
+        .map(|(c, _)| c)
+    else {
+        return false;
+    };
+    let ink = |x: i32, y: i32| {
+        let c = px(x, y);
+        (0..3).map(|k| c[k].abs_diff(bg[k])).max().unwrap_or(0) >= 2 * EDGE_THRESHOLD
+    };
+    // Runs of ink per row, in the glyph's rows only.
+    let rows: Vec<Vec<(i32, i32)>> = (area.y..area.bottom())
+        .map(|y| {
+            let mut runs = Vec::new();
+            let mut start = None;
+            for x in area.x..=area.right() {
+                match (x < area.right() && ink(x, y), start) {
+                    (true, None) => start = Some(x),
+                    (false, Some(s)) => {
+                        runs.push((s, x));
+                        start = None;
+                    }
+                    _ => {}
+                }
+            }
+            runs
+        })
+        .skip_while(|runs| runs.is_empty())
+        .collect();
+    let rows: Vec<&Vec<(i32, i32)>> = {
+        let last = rows.iter().rposition(|runs| !runs.is_empty()).unwrap_or(0);
+        rows[..=last.min(rows.len().saturating_sub(1))]
+            .iter()
+            .collect()
+    };
+    let (x0, x1) = rows
+        .iter()
+        .flat_map(|runs| runs.iter())
+        .fold((i32::MAX, i32::MIN), |(a, b), &(s, e)| (a.min(s), b.max(e)));
+    let (w, h) = (x1 - x0, rows.len() as i32);
+    if h < 5 || w < 5 {
+        return false;
+    }
+    // The bar: a run across three quarters of the glyph, within its top quarter.
+    let Some((bar_row, (bar0, bar1))) = rows
+        .iter()
+        .take((h as usize / 4).max(1))
+        .enumerate()
+        .find_map(|(i, runs)| {
+            runs.iter()
+                .find(|(s, e)| (e - s) * 4 >= w * 3)
+                .map(|&b| (i, b))
+        })
+    else {
+        return false;
+    };
+    // The legs: below the bar (a row down, past any hook at its end), two runs on most rows,
+    // inside the bar's ends on the upper half.
+    let legs = &rows[(bar_row + 2).min(rows.len())..];
+    if legs.len() < 3 {
+        return false;
+    }
+    let two = legs.iter().filter(|runs| runs.len() == 2).count();
+    let inside = legs[..legs.len().div_ceil(2)]
+        .iter()
+        .filter(|runs| runs.len() == 2)
+        .all(|runs| runs[0].0 > bar0 && runs[1].1 < bar1);
+    two * 5 >= legs.len() * 3 && inside
 }
 
 /// Column runs of edge pixels at least this long are borders and separators, not letter strokes
@@ -723,6 +823,42 @@ mod tests {
         let lines = full(&g);
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert_eq!(lines[0].glyph, None);
+    }
+
+    #[test]
+    fn a_bar_over_two_legs_is_pi_and_its_lookalikes_are_not() {
+        let bg = [255, 255, 255];
+        let fg = [0, 0, 0];
+        let glyph = |g: &[Rect]| {
+            let px = canvas(60, 40, g, bg, fg);
+            find_lines(&px, 60, 40, Rect::new(0, 0, 60, 40))
+                .iter()
+                .map(|l| l.glyph)
+                .collect::<Vec<_>>()
+        };
+        // π: an 8 px bar, legs hanging from inside its ends.
+        let pi = [
+            Rect::new(20, 10, 9, 1),
+            Rect::new(22, 11, 1, 7),
+            Rect::new(26, 11, 1, 7),
+        ];
+        assert_eq!(glyph(&pi), [Some('π')]);
+        // "T" (one leg), "П" (legs at the bar's ends), "m"-like (three legs).
+        let t = [Rect::new(20, 10, 9, 1), Rect::new(24, 11, 1, 7)];
+        let pe = [
+            Rect::new(20, 10, 9, 1),
+            Rect::new(20, 11, 1, 7),
+            Rect::new(28, 11, 1, 7),
+        ];
+        let three = [
+            Rect::new(20, 10, 9, 1),
+            Rect::new(21, 11, 1, 7),
+            Rect::new(24, 11, 1, 7),
+            Rect::new(27, 11, 1, 7),
+        ];
+        for g in [&t[..], &pe, &three] {
+            assert!(glyph(g).iter().all(|c| *c != Some('π')), "{g:?}");
+        }
     }
 
     #[test]

@@ -28,6 +28,8 @@ const WORD_GAP: f64 = 0.9;
 /// Confidence of a glyph identified from the arrangement of its strokes (see `lines::LineBox::glyph`):
 /// as sure as a clear Tesseract word, since the arrangement admits one reading only.
 const SHAPE_CONF: f32 = 0.9;
+/// A word at least this sure (0–100) that still makes no label gets a hairline strip read again.
+const RETRY_MIN_CONF: f32 = 50.0;
 /// Words Tesseract itself doubts this much are dropped (0–100).
 const MIN_WORD_CONF: f32 = 25.0;
 
@@ -43,6 +45,9 @@ pub struct Label {
 /// One normalised crop, ready to stack.
 pub struct Strip {
     pub gray: GrayImage,
+    /// The same crop with every stroke a pixel bolder (unsmoothed text only), read when `gray`
+    /// gives no label.
+    pub bolder: Option<GrayImage>,
     /// Capture-pixel origin of the crop and the factor it was scaled by.
     pub origin: (i32, i32),
     pub scale: f64,
@@ -124,43 +129,58 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         }
     }
     let top = top.max(48);
-    let gray = GrayImage::from_fn(cw as u32, ch as u32, |x, y| {
-        let d = dist[y as usize * cw + x as usize] as u32;
-        image::Luma([255 - (d * 255 / top).min(255) as u8])
-    });
+    let bitmap = is_bitmap_text(&hist, top);
     let scale = (TARGET_TEXT_H / line.text_h.max(1) as f64).clamp(1.0, MAX_UPSCALE);
-    let gray = if scale > 1.01 {
-        let up = imageops::resize(
-            &gray,
-            (cw as f64 * scale).round() as u32,
-            (ch as f64 * scale).round() as u32,
-            imageops::FilterType::Triangle,
-        );
-        if is_bitmap_text(&hist, top) {
-            // An old bitmap font (xcalc, xterm's "fixed") upscaled stays blocky, and Tesseract,
-            // trained on smooth type, misreads it ("7" as "?", "e" as "="). Soften it into
-            // the anti-aliased shapes it knows.
-            imageops::blur(&up, (BITMAP_BLUR * scale) as f32)
-        } else {
-            up
-        }
-    } else {
-        gray
-    };
-    // Tesseract misses letters that touch the image edge: give every strip a white margin.
     let (bx, by) = (STRIP_BORDER_X, STRIP_BORDER_Y);
-    let mut framed = GrayImage::from_pixel(
-        gray.width() + 2 * bx,
-        gray.height() + 2 * by,
-        image::Luma([255]),
-    );
-    imageops::replace(&mut framed, &gray, bx as i64, by as i64);
+    let render = |dist: &[u8]| {
+        let gray = GrayImage::from_fn(cw as u32, ch as u32, |x, y| {
+            let d = dist[y as usize * cw + x as usize] as u32;
+            image::Luma([255 - (d * 255 / top).min(255) as u8])
+        });
+        let gray = if scale > 1.01 {
+            let up = imageops::resize(
+                &gray,
+                (cw as f64 * scale).round() as u32,
+                (ch as f64 * scale).round() as u32,
+                imageops::FilterType::Triangle,
+            );
+            if bitmap {
+                // An old bitmap font (xcalc, xterm's "fixed") upscaled stays blocky, and
+                // Tesseract, trained on smooth type, misreads it ("7" as "?", "e" as "=").
+                // Soften it into the anti-aliased shapes it knows.
+                imageops::blur(&up, (BITMAP_BLUR * scale) as f32)
+            } else {
+                up
+            }
+        } else {
+            gray
+        };
+        // Tesseract misses letters that touch the image edge: give every strip a white margin.
+        let mut framed = GrayImage::from_pixel(
+            gray.width() + 2 * bx,
+            gray.height() + 2 * by,
+            image::Luma([255]),
+        );
+        imageops::replace(&mut framed, &gray, bx as i64, by as i64);
+        framed
+    };
+    let framed = render(&dist);
+    // Unsmoothed hairlines (an outline font such as URW Gothic rendered without anti-aliasing:
+    // xcalc's fallback when its `8x13` is missing) come out of the softening light grey, and
+    // Tesseract reads a lone "1" as "]". A strip of such text that reads as no label is read
+    // once more with its strokes a pixel bolder.
+    let bolder = (bitmap && hairline_strokes(&dist, cw, top)).then(|| {
+        let mut bold = dist.clone();
+        thicken_right(&mut bold, cw);
+        render(&bold)
+    });
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (framed.width(), framed.height()).hash(&mut h);
     framed.as_raw().hash(&mut h);
     Strip {
         key: h.finish(),
         gray: framed,
+        bolder,
         origin: (crop.x, crop.y),
         scale,
         border: (bx, by),
@@ -177,6 +197,36 @@ fn is_bitmap_text(hist: &[u32; 256], top: u32) -> bool {
     let ink: u32 = hist[(top * 4 / 5).min(255)..].iter().sum();
     let between: u32 = hist[(top / 5).max(16)..(top * 4 / 5).min(255)].iter().sum();
     ink >= 8 && between * 10 < ink
+}
+
+/// Are most strokes a single pixel wide (most horizontal runs of full ink are one pixel long)?
+/// Only such hairlines are worth a second, bolder reading: a 2x icon's 3 px strokes are not.
+fn hairline_strokes(dist: &[u8], stride: usize, top: u32) -> bool {
+    let full = |d: u8| d as u32 * 5 >= top * 4;
+    let (mut single, mut runs) = (0u32, 0u32);
+    for row in dist.chunks_exact(stride) {
+        let mut len = 0;
+        for &d in row.iter().chain(std::iter::once(&0)) {
+            if full(d) {
+                len += 1;
+            } else if len > 0 {
+                runs += 1;
+                single += u32::from(len == 1);
+                len = 0;
+            }
+        }
+    }
+    runs >= 4 && single * 4 >= runs * 3
+}
+
+/// Widen every stroke by one pixel to its right, so that hairlines come closer to the weight of
+/// the text Tesseract was trained on; the gap between two bars (an "=") stays as it is.
+fn thicken_right(dist: &mut [u8], stride: usize) {
+    for row in dist.chunks_exact_mut(stride) {
+        for x in (1..row.len()).rev() {
+            row[x] = row[x].max(row[x - 1]);
+        }
+    }
 }
 
 /// Flood from the crop's edge over pixels of the edge's dominant colour (when that is not the
@@ -370,7 +420,16 @@ fn read_strips(
                 strips[i].origin.0, strips[i].origin.1
             )));
         }
-        out.push((i, engine.read_gray(g.as_raw(), g.width(), g.height())?));
+        let mut words = engine.read_gray(g.as_raw(), g.width(), g.height())?;
+        if let Some(b) = &strips[i].bolder {
+            // Tesseract saw a definite glyph that makes no label (a hairline "1" read as "]"):
+            // read the bolder strokes. A strip it saw nothing in (an icon) is left alone.
+            let definite = words.iter().any(|w| w.conf >= RETRY_MIN_CONF);
+            if definite && words_to_labels(&words, &strips[i]).is_empty() {
+                words = engine.read_gray(b.as_raw(), b.width(), b.height())?;
+            }
+        }
+        out.push((i, words));
     }
     Ok(out)
 }
@@ -501,6 +560,7 @@ mod tests {
     fn words_split_at_wide_gaps_and_map_back_through_the_scale() {
         let strip = Strip {
             gray: GrayImage::new(1, 1),
+            bolder: None,
             origin: (100, 50),
             scale: 2.0,
             border: (0, 0),
@@ -523,6 +583,7 @@ mod tests {
     fn junk_is_dropped() {
         let strip = Strip {
             gray: GrayImage::new(1, 1),
+            bolder: None,
             origin: (0, 0),
             scale: 1.0,
             border: (0, 0),
