@@ -3,6 +3,7 @@
 mod act;
 mod architecture;
 mod desktop;
+mod fonts;
 mod narration;
 mod perception;
 mod run;
