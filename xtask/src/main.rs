@@ -22,7 +22,8 @@ const BUILD_PKGS: &[&str] = &[
     "libx11-dev",
     "libxcb1-dev",
 ];
-/// Packages to run it and its tests on a virtual desktop.
+/// Packages to run it and its tests on a virtual desktop. Installed without recommends, so what
+/// a program loads at run time and only recommends (fonts above all) is named here too.
 const RUN_PKGS: &[&str] = &[
     "xvfb",
     "xdotool",
@@ -33,6 +34,18 @@ const RUN_PKGS: &[&str] = &[
     "x11-utils",
     "x11-xserver-utils",
     "openbox",
+    // The X server's core fonts (xserver-common only recommends them): xcalc's `8x13` and
+    // xterm's `fixed` (iso8859-1 and iso10646-1). Without them xcalc quietly falls back to a
+    // 17 px URW Gothic and xterm to the server's built-in font.
+    "xfonts-base",
+    // The Type1 fonts in the X server's font path: xcalc's "√", "π" and "÷" keys ask for
+    // `-adobe-symbol-*`, which this package's Standard Symbols provides (today it also arrives
+    // through openbox's image library, by chance).
+    "fonts-urw-base35",
+    // Fonts for fontconfig: openbox's title bars ("sans"), and the pages Chromium shows in the
+    // tests and the report (DejaVu Sans; Liberation Sans for Arial, which chromium recommends).
+    "fonts-dejavu-core",
+    "fonts-liberation2",
     // Narration (espeak-ng), the demo's narration.wav (sox), the report looked at in a browser.
     "espeak-ng",
     "sox",
