@@ -46,7 +46,7 @@ pub struct Label {
 pub struct Strip {
     pub gray: GrayImage,
     /// The same crop with every stroke a pixel bolder (unsmoothed text only), read when `gray`
-    /// gives no label.
+    /// gives a definite glyph but no label.
     pub bolder: Option<GrayImage>,
     /// Capture-pixel origin of the crop and the factor it was scaled by.
     pub origin: (i32, i32),
@@ -167,9 +167,9 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
     let framed = render(&dist);
     // Unsmoothed hairlines (an outline font such as URW Gothic rendered without anti-aliasing:
     // xcalc's fallback when its `8x13` is missing) come out of the softening light grey, and
-    // Tesseract reads a lone "1" as "]". A strip of such text that reads as no label is read
-    // once more with its strokes a pixel bolder.
-    let bolder = (bitmap && hairline_strokes(&dist, cw, top)).then(|| {
+    // Tesseract reads a lone "1" as "]". An unsmoothed strip that reads as no label is read once
+    // more with its strokes a pixel bolder (see `read_strips`).
+    let bolder = bitmap.then(|| {
         let mut bold = dist.clone();
         thicken_right(&mut bold, cw);
         render(&bold)
@@ -197,26 +197,6 @@ fn is_bitmap_text(hist: &[u32; 256], top: u32) -> bool {
     let ink: u32 = hist[(top * 4 / 5).min(255)..].iter().sum();
     let between: u32 = hist[(top / 5).max(16)..(top * 4 / 5).min(255)].iter().sum();
     ink >= 8 && between * 10 < ink
-}
-
-/// Are most strokes a single pixel wide (most horizontal runs of full ink are one pixel long)?
-/// Only such hairlines are worth a second, bolder reading: a 2x icon's 3 px strokes are not.
-fn hairline_strokes(dist: &[u8], stride: usize, top: u32) -> bool {
-    let full = |d: u8| d as u32 * 5 >= top * 4;
-    let (mut single, mut runs) = (0u32, 0u32);
-    for row in dist.chunks_exact(stride) {
-        let mut len = 0;
-        for &d in row.iter().chain(std::iter::once(&0)) {
-            if full(d) {
-                len += 1;
-            } else if len > 0 {
-                runs += 1;
-                single += u32::from(len == 1);
-                len = 0;
-            }
-        }
-    }
-    runs >= 4 && single * 4 >= runs * 3
 }
 
 /// Widen every stroke by one pixel to its right, so that hairlines come closer to the weight of
@@ -426,6 +406,10 @@ fn read_strips(
             // read the bolder strokes. A strip it saw nothing in (an icon) is left alone.
             let definite = words.iter().any(|w| w.conf >= RETRY_MIN_CONF);
             if definite && words_to_labels(&words, &strips[i]).is_empty() {
+                if let Some(dir) = std::env::var_os("VOXDESK_DEBUG_DIR") {
+                    let (x, y) = strips[i].origin;
+                    let _ = b.save(std::path::Path::new(&dir).join(format!("bolder-{x}-{y}.png")));
+                }
                 words = engine.read_gray(b.as_raw(), b.width(), b.height())?;
             }
         }
@@ -603,6 +587,21 @@ mod tests {
             1,
             "lone digits are labels (calculator keys)"
         );
+    }
+
+    #[test]
+    fn thickening_widens_strokes_and_keeps_the_gap_between_bars() {
+        // A 1 px stem, then rows of an "=" (bar, gap, bar), 6 px wide.
+        let mut d = vec![
+            0, 0, 255, 0, 0, 0, //
+            255, 255, 255, 255, 0, 0, //
+            0, 0, 0, 0, 0, 0, //
+            255, 255, 255, 255, 0, 0,
+        ];
+        thicken_right(&mut d, 6);
+        assert_eq!(&d[0..6], &[0, 0, 255, 255, 0, 0]);
+        assert_eq!(&d[12..18], &[0; 6], "the gap row stays empty");
+        assert_eq!(&d[18..24], &[255, 255, 255, 255, 255, 0]);
     }
 
     #[test]

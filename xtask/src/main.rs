@@ -432,8 +432,13 @@ fn demo() -> Result<()> {
     // A font xcalc cannot load is only a warning to it: it draws its keys in another font, which
     // is not the calculator this demo was made for. Stop here, saying so.
     let warnings = std::fs::read_to_string(&calc_log).unwrap_or_default();
-    if let Some(w) = warnings.lines().find(|l| l.contains("Cannot convert string")) {
-        bail!("xcalc is missing a font ({w}); its fonts come with xfonts-base and fonts-urw-base35");
+    if let Some(w) = warnings
+        .lines()
+        .find(|l| l.contains("Cannot convert string"))
+    {
+        bail!(
+            "xcalc is missing a font ({w}); its fonts come with xfonts-base and fonts-urw-base35"
+        );
     }
     // Give it focus the way a user would, by clicking into it.
     let _ = rig
