@@ -332,6 +332,13 @@ impl Desk {
             Err(e) => return self.capture_error(e),
         };
         let view = obs.view();
+        self.observed(&view);
+        self.latest = Some(obs);
+        ToolResult::Observation(view)
+    }
+
+    /// Emit a new observation with the perception packet a model planner reads for it.
+    fn observed(&mut self, view: &ObservationView) {
         let packet = packet::build(&packet::PacketInput {
             task: &self.task,
             decomposition: &self.decomposition,
@@ -348,8 +355,6 @@ impl Desk {
             packet_version: packet::PACKET_VERSION.into(),
             packet,
         });
-        self.latest = Some(obs);
-        ToolResult::Observation(view)
     }
 
     fn capture_error(&mut self, e: String) -> ToolResult {
@@ -555,7 +560,9 @@ impl Desk {
                 None => verdict.name().into(),
             },
         });
-        p.result.after = Some(after.view());
+        let view = after.view();
+        self.observed(&view);
+        p.result.after = Some(view);
         Ok(Some(after))
     }
 
