@@ -298,7 +298,8 @@ fn flat_glyphs(rgba: &[u8], width: usize, blobs: &[Blob], lines: &[LineBox]) -> 
             let rect = g.iter().fold(Rect::default(), |r, b| {
                 r.union(&Rect::new(b.x0, b.y0, b.w(), b.h()))
             });
-            let glyph = flat_glyph_shape(&g);
+            let dot = g.len() == 1 && is_dot(rgba, width, &g[0]);
+            let glyph = if dot { Some('.') } else { flat_glyph_shape(&g) };
             let lone_bar = g.len() == 1 && glyph.is_some() && alone(&rect, blobs);
             let glyph_sized = (3..=16).contains(&rect.h) && (4..=MAX_BAR).contains(&rect.w);
             ((g.len() >= 2 && glyph_sized) || lone_bar).then_some(LineBox {
@@ -312,8 +313,35 @@ fn flat_glyphs(rgba: &[u8], width: usize, blobs: &[Blob], lines: &[LineBox]) -> 
     out
 }
 
-/// A lone bar is a "-" only with nothing else around it for its own length: the overline of a
-/// "√", a strikethrough or a stroke of an icon has ink close by.
+/// Is this speck a dot: at most 3 px of ink in a row, with the same colour on both sides of it
+/// (the end of a rule has its stroke on one side) and above and below it?
+fn is_dot(rgba: &[u8], width: usize, b: &Blob) -> bool {
+    let px = |x: i32, y: i32| {
+        let i = (y as usize * width + x as usize) * 4;
+        [rgba[i], rgba[i + 1], rgba[i + 2]]
+    };
+    let far = |a: [u8; 3], b: [u8; 3]| {
+        a.iter()
+            .zip(b)
+            .map(|(p, q)| p.abs_diff(q))
+            .max()
+            .unwrap_or(0)
+            >= EDGE_THRESHOLD
+    };
+    let height = (rgba.len() / 4 / width) as i32;
+    if !(3..=5).contains(&b.w()) || b.h() > 3 || b.y0 < 2 || b.y1 + 2 > height {
+        return false;
+    }
+    let bg = px(b.x0, b.y0);
+    // Ink between sides of one colour, and that colour above and below too: a grip mark on a
+    // window's bottom handle has the handle's border lines there.
+    (b.y0..b.y1)
+        .all(|y| !far(px(b.x1 - 1, y), bg) && (b.x0 + 1..b.x1 - 1).any(|x| far(px(x, y), bg)))
+        && (b.x0..b.x1).all(|x| !far(px(x, b.y0 - 2), bg) && !far(px(x, b.y1 + 1), bg))
+}
+
+/// A lone bar is a "-" (a lone dot a ".") only with nothing else around it for its own length:
+/// the overline of a "√", a strikethrough or a stroke of an icon has ink close by.
 fn alone(bar: &Rect, blobs: &[Blob]) -> bool {
     let m = bar.w.max(LONE_BAR_MARGIN);
     let around = Rect::new(bar.x - m, bar.y - m, bar.w + 2 * m, bar.h + 2 * m);
@@ -803,6 +831,9 @@ mod tests {
         assert!(full(&[Rect::new(100, 50, 16, 1), Rect::new(96, 56, 2, 9)])
             .iter()
             .all(|l| l.glyph != Some('-')));
+        // A lone dot is a "."; the end of a rule, whose stroke goes on to one side, is not.
+        assert_eq!(glyphs(&[Rect::new(100, 50, 2, 2)]), [Some('.')]);
+        assert!(full(&[Rect::new(100, 50, 60, 2)]).is_empty());
         // "÷": a bar with a dot above and below, each clear of it.
         let div = [
             Rect::new(100, 50, 1, 2),

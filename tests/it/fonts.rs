@@ -11,7 +11,7 @@ enum Key {
     /// still defeats Tesseract on these letters ("ln" as "In", "shl" as "shi", "C" as "c").
     Own(&'static str),
     /// Not asserted: Tesseract's English model cannot spell it (no "²", "√" or "^"), or reads
-    /// the lone hairline glyph as nothing ("(", ")", ".", "+/-").
+    /// the hairline glyphs as no label ("(", ")", "+/-").
     Unread(&'static str),
 }
 use Key::*;

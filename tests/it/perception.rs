@@ -217,8 +217,8 @@ fn incremental_pass_matches_a_full_pass_and_keeps_ids() {
     }
 }
 
-/// xcalc's keypad is a 6 px bitmap font with flat-stroke keys ("=", "+"): every digit and the
-/// operators the calculator task needs are found, each once, in the keypad's grid.
+/// xcalc's keypad is a 6 px bitmap font with flat-stroke keys ("=", "-", "÷", "."): every digit,
+/// the operators and "π" are found, each once, in the keypad's grid.
 #[test]
 fn a_bitmap_font_keypad_is_read_key_by_key() {
     let img = load_image(&fixture("xcalc.real.png")).unwrap();
@@ -256,4 +256,15 @@ fn a_bitmap_font_keypad_is_read_key_by_key() {
     for d in ["2", "3", "5", "6", "8", "9"] {
         centre(d);
     }
+    // Keys drawn with flat strokes and dots, and the symbol-font "π": named from their shape.
+    let (minus, divide, dot) = (centre("-"), centre("÷"), centre("."));
+    assert!(
+        near(minus.0, plus.0) && near(divide.0, plus.0),
+        "the operator column"
+    );
+    assert!(
+        near(minus.1, four.1) && near(dot.1, zero.1),
+        "rows: - with 4, . with 0"
+    );
+    centre("π");
 }
