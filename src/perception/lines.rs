@@ -33,8 +33,9 @@ pub struct LineBox {
     pub rect: Rect,
     /// Median glyph-blob height: the text size, used to scale the crop for recognition.
     pub text_h: i32,
-    /// A glyph built only of flat strokes and dots ("-", "=", "÷"), already identified from its
-    /// shape: Tesseract reads such a lone glyph badly ("=" as "—", "÷" is not in its alphabet).
+    /// A lone glyph already identified from its shape: flat strokes and dots ("-", "=", "÷",
+    /// "."), or "π". Tesseract reads these badly alone ("=" as "—") or cannot spell them ("÷",
+    /// "π" are not in its English alphabet).
     pub glyph: Option<char>,
 }
 
@@ -155,12 +156,12 @@ fn is_pi(rgba: &[u8], width: usize, height: usize, r: &Rect) -> bool {
         })
         .skip_while(|runs| runs.is_empty())
         .collect();
-    let rows: Vec<&Vec<(i32, i32)>> = {
-        let last = rows.iter().rposition(|runs| !runs.is_empty()).unwrap_or(0);
-        rows[..=last.min(rows.len().saturating_sub(1))]
-            .iter()
-            .collect()
+    // Leading empty rows are gone; without any ink (text fainter than the ink threshold) there
+    // is nothing to judge.
+    let Some(last) = rows.iter().rposition(|runs| !runs.is_empty()) else {
+        return false;
     };
+    let rows = &rows[..=last];
     let (x0, x1) = rows
         .iter()
         .flat_map(|runs| runs.iter())
@@ -890,6 +891,11 @@ mod tests {
         for g in [&t[..], &pe, &three] {
             assert!(glyph(g).iter().all(|c| *c != Some('π')), "{g:?}");
         }
+        // Ink too faint to judge (an edge, but under the ink threshold): no π, and no panic.
+        let px = canvas(60, 40, &pi, bg, [225, 225, 225]);
+        assert!(find_lines(&px, 60, 40, Rect::new(0, 0, 60, 40))
+            .iter()
+            .all(|l| l.glyph != Some('π')));
     }
 
     #[test]
