@@ -8,12 +8,12 @@
 pub mod confirm;
 pub mod observation;
 pub mod packet;
+pub mod pictures;
 pub mod tool;
 pub mod verify;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::action::{parse_combo, Action, Batch, Expect};
@@ -151,7 +151,8 @@ pub struct Desk {
     plan: String,
     /// When the previous call returned: the time until the next act is the driver's.
     returned: Instant,
-    writers: Vec<JoinHandle<()>>,
+    /// Started with the first step picture.
+    pictures: Option<pictures::Pictures>,
     ended: Option<(Status, String)>,
     stop_told: bool,
     failure: Option<String>,
@@ -238,7 +239,7 @@ impl Desk {
             history: Vec::new(),
             plan: String::new(),
             returned: Instant::now(),
-            writers: Vec::new(),
+            pictures: None,
             ended: None,
             stop_told: false,
             failure: None,
@@ -647,37 +648,20 @@ impl Desk {
         }
     }
 
-    /// Draw and write a step picture off the loop thread (downscale, boxes and PNG encoding
-    /// take ~150 ms: not the loop's business); `end` joins them. `None` when the session keeps
-    /// no screenshots or no record.
+    /// Have a step picture drawn and written off the loop; `end` waits for them. `None` when
+    /// the session keeps no screenshots or no record.
     fn screenshot(&mut self, obs: &Observation, name: &str) -> Option<String> {
         let dir = self.recorder.as_ref()?.dir.clone();
         if !self.settings.record_screenshots {
             return None;
         }
-        // At most two pictures in flight: each holds a copy of the frame.
-        while self.writers.len() >= 2 {
-            let _ = self.writers.remove(0).join();
-        }
-        let (frame, targets, path) = (
-            obs.frame.clone(),
-            obs.perception.targets.clone(),
-            dir.join(name),
-        );
-        self.writers.push(std::thread::spawn(move || {
-            let written = picture::annotated(&frame, &targets, PictureConfig::default())
-                .map_err(|e| e.to_string())
-                .and_then(|(image, _)| {
-                    let mut png = Vec::new();
-                    image
-                        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
-                        .map_err(|e| e.to_string())?;
-                    crate::private::write(&path, &png).map_err(|e| e.to_string())
-                });
-            if let Err(e) = written {
-                tracing::warn!("step picture {}: {e}", path.display());
-            }
-        }));
+        self.pictures
+            .get_or_insert_with(pictures::Pictures::start)
+            .write(
+                obs.frame.clone(),
+                obs.perception.targets.clone(),
+                dir.join(name),
+            );
         Some(name.to_string())
     }
 
@@ -857,8 +841,8 @@ impl Host for Desk {
                 _ => State::Failed,
             };
             self.go(to, summary);
-            for w in self.writers.drain(..) {
-                let _ = w.join();
+            if let Some(p) = &mut self.pictures {
+                p.finish();
             }
             if let Some(Err(e)) = self.recorder.as_mut().map(|r| r.finish(status, summary)) {
                 self.record_failed(e);
@@ -880,9 +864,6 @@ impl Host for Desk {
 
 impl Drop for Desk {
     fn drop(&mut self) {
-        for w in self.writers.drain(..) {
-            let _ = w.join();
-        }
         // A desk dropped without an end (a panic unwinding, an error in the caller) still leaves
         // a true record: the process did not die, the session was cut short.
         if self.ended.is_none() && self.recorder.is_some() {
