@@ -55,6 +55,7 @@ pub struct Ending {
 pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> Ending {
     let mut policy = Policy::new(limits);
     let mut last = host.call(&ToolCall::Observe);
+    policy.looked(&last);
     host.go(State::Plan, "first observation");
     let (status, summary) = loop {
         if let Some(why) = host.broken() {
@@ -87,7 +88,10 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
                     summary,
                 )
             }
-            What::Call(ToolCall::Observe) => last = host.call(&ToolCall::Observe),
+            What::Call(ToolCall::Observe) => {
+                last = host.call(&ToolCall::Observe);
+                policy.looked(&last);
+            }
             What::Call(ToolCall::Act(batch)) => {
                 host.emit(Event::Plan {
                     say: mv.plan.clone(),
@@ -103,6 +107,7 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
                         });
                         policy.escaped(host.escape());
                         last = host.call(&ToolCall::Observe);
+                        policy.looked(&last);
                     }
                     Next::End { status, summary } => break (status, summary),
                 }
@@ -113,6 +118,7 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
                 // Maybe the screen was still drawing: look again (the desk settles first).
                 host.go(State::Settle, "could not plan on this screen");
                 last = host.call(&ToolCall::Observe);
+                policy.looked(&last);
             }
         }
         host.go(State::Plan, "next step");

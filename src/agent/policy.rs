@@ -72,6 +72,17 @@ impl Policy {
         self.transcript.push(format!("step {}: {why}", self.steps));
     }
 
+    /// After an observe: a look that failed (the display gone, OCR failing) is no progress, and
+    /// counts as a step, so a screen that cannot be seen ends the task rather than looping.
+    pub fn looked(&mut self, r: &ToolResult) {
+        if let ToolResult::Error { message, .. } = r {
+            self.steps += 1;
+            self.no_progress += 1;
+            self.transcript
+                .push(format!("step {}: could not look: {message}", self.steps));
+        }
+    }
+
     /// After an act: judge its result. `plan` is the step in words ("Clicking 7").
     pub fn after_act(&mut self, plan: &str, r: &ToolResult) -> Next {
         self.steps += 1;

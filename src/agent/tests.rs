@@ -36,6 +36,8 @@ struct FakeDesk {
     stopped: bool,
     broken: Option<String>,
     ended: Option<(Status, String)>,
+    /// Looks that fail before one succeeds (`usize::MAX`: the display is gone for good).
+    blind: usize,
 }
 
 impl FakeDesk {
@@ -51,6 +53,7 @@ impl FakeDesk {
             stopped: false,
             broken: None,
             ended: None,
+            blind: 0,
         }
     }
 
@@ -165,6 +168,10 @@ impl FakeDesk {
 impl Host for FakeDesk {
     fn call(&mut self, call: &ToolCall) -> ToolResult {
         match call {
+            ToolCall::Observe if self.blind > 0 => {
+                self.blind -= 1;
+                ToolResult::error(ErrorKind::Capture, "the display went away")
+            }
             ToolCall::Observe => ToolResult::Observation(self.view()),
             ToolCall::Act(b) => self.act(b),
             ToolCall::Done { success, summary } => self.end(
@@ -401,6 +408,28 @@ fn table_of_policies_over_a_fake_desk() {
             "{n}: the desk was ended with the same status"
         );
         assert_eq!(desk.said.last(), Some(&end.summary), "{n}: the end is said");
+    }
+}
+
+#[test]
+fn a_screen_that_cannot_be_seen_ends_the_task_instead_of_looping() {
+    for (blind, status, acts) in [(usize::MAX, Status::Failed, 0), (2, Status::Done, 1)] {
+        let mut desk = FakeDesk::new(&["7"], &[]);
+        desk.blind = blind;
+        let mut driver = offline::LocalPlanner::new("click 7").unwrap();
+        let end = drive(
+            &mut driver,
+            &mut desk,
+            Limits {
+                step_cap: 20,
+                no_progress: 3,
+            },
+        );
+        assert_eq!(end.status, status, "{end:?}");
+        assert_eq!(desk.acts.len(), acts);
+        if status == Status::Failed {
+            assert!(end.summary.contains("no progress after 3 tries — tried: step 1: could not look: the display went away"), "{}", end.summary);
+        }
     }
 }
 

@@ -418,3 +418,48 @@ fn sigint_and_sigterm_stop_the_session_with_nothing_held() {
         );
     }
 }
+
+/// The X server dies mid-task: the run ends on its own (no hang, no panic) and its record never
+/// reads back as `running`. (Today Xlib, under device_query's stop watcher, exits the process
+/// when its connection dies, so the record reads back as aborted: true, if not graceful.)
+#[test]
+fn a_display_that_goes_away_mid_run_leaves_a_true_record() {
+    if rig().is_none() {
+        return;
+    }
+    let mut x = PrivateX::start(&[], true);
+    let data = tempfile::tempdir().unwrap();
+    let mut child = bin()
+        .env("DISPLAY", &x.display)
+        .env("XDG_DATA_HOME", data.path())
+        .args([
+            "run",
+            "--quiet",
+            "--mode",
+            "auto",
+            "wait 2 s, wait 2 s, wait 2 s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until_under_way(data.path());
+    x.kill();
+    let finished = wait_for(Duration::from_secs(60), || {
+        child.try_wait().ok().flatten().is_some()
+    });
+    if !finished {
+        let _ = child.kill();
+        panic!("voxdesk run hung after the display went away");
+    }
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert_ne!(o.status.code(), Some(101), "a panic: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let o = output(bin().env("XDG_DATA_HOME", data.path()).arg("sessions"));
+    let listed = String::from_utf8_lossy(&o.stdout);
+    assert!(!listed.contains("running"), "{listed}");
+    let status = record(&only_session(data.path()))["status"].clone();
+    assert!(status == "failed" || status == "aborted", "{status}");
+}
