@@ -6,7 +6,7 @@
 //! - `screen`: capture (the only xcap user), the frame, read-only X11 facts, the model picture,
 //!   finding text among targets.
 //! - `perception`: frames → targets (line finding, Tesseract, tiles, stable ids, scoring).
-//! - `input`: the one actuator (enigo), the emergency stop (device_query), the GUI lock.
+//! - `input`: the one actuator (enigo), the emergency stop (held keys over x11rb), the GUI lock.
 //! - `safety`: the rails (pure) and the phrase rules they match text against.
 //! - `record`: session records, the typed events and their sinks, the HTML report.
 //! - `desk`: the tool host (`observe`/`act`/`done`), the packet, verification, confirmation.

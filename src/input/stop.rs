@@ -1,12 +1,17 @@
-//! The only module that uses device_query: the stop latch every part of a session watches, and the thread that sets it when the emergency-stop combination is held.
+//! The stop latch every part of a session watches, and the thread that sets it when the emergency-stop combination is held (the keyboard polled over its own x11rb connection).
 //!
 //! The stop thread polls the physical key state every 5 ms on its own thread and X connection,
 //! so it works while the caller waits on the network or OCR. The latch, once set, stays set for
-//! the life of the session; it also records why it was set (the held keys or a signal), so the
-//! session's summary says what stopped it.
+//! the life of the session; it also records why it was set (the held keys, a signal, the display
+//! going away), so the session's summary says what stopped it.
+//!
+//! Why x11rb and not device_query: device_query reads the keys through Xlib, whose default I/O
+//! error handler exits the whole process when the display goes away, so a session died
+//! unrecorded. Over x11rb a lost display is an error: the watcher can no longer guarantee the
+//! stop, so it sets the latch, and the session ends with a true record.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -24,6 +29,8 @@ pub enum Cause {
     Signal(&'static str),
     /// A spoken or typed "stop", or a stop from a client.
     Requested,
+    /// The display went away: the emergency stop can no longer be watched.
+    DisplayLost,
 }
 
 impl std::fmt::Display for Cause {
@@ -32,6 +39,10 @@ impl std::fmt::Display for Cause {
             Cause::EmergencyStop => write!(f, "the emergency stop"),
             Cause::Signal(s) => write!(f, "{s}"),
             Cause::Requested => write!(f, "a stop request"),
+            Cause::DisplayLost => write!(
+                f,
+                "the display going away (the emergency stop could no longer be watched)"
+            ),
         }
     }
 }
@@ -79,21 +90,34 @@ impl StopLatch {
     }
 }
 
-/// The physical keys that make up one key of a combination (left or right modifier).
-fn physical(name: &str) -> Vec<device_query::Keycode> {
-    use device_query::Keycode as K;
+/// The keysyms that make up one key of a combination (left or right modifier).
+fn keysyms(name: &str) -> Vec<u32> {
     match name {
-        "ctrl" => vec![K::LControl, K::RControl],
-        "alt" => vec![K::LAlt, K::RAlt],
-        "shift" => vec![K::LShift, K::RShift],
-        "super" => vec![K::LMeta, K::RMeta],
-        "escape" => vec![K::Escape],
-        "enter" => vec![K::Enter],
-        "space" => vec![K::Space],
-        "tab" => vec![K::Tab],
-        "backspace" => vec![K::Backspace],
-        "delete" => vec![K::Delete],
-        other => other.parse::<K>().map(|k| vec![k]).unwrap_or_default(),
+        "ctrl" => vec![0xffe3, 0xffe4],
+        "shift" => vec![0xffe1, 0xffe2],
+        "alt" => vec![0xffe9, 0xffea, 0xffe7, 0xffe8],
+        "super" => vec![0xffeb, 0xffec],
+        "escape" => vec![0xff1b],
+        "enter" => vec![0xff0d, 0xff8d],
+        "space" => vec![0x20],
+        "tab" => vec![0xff09],
+        "backspace" => vec![0xff08],
+        "delete" => vec![0xffff],
+        "insert" => vec![0xff63],
+        "home" => vec![0xff50],
+        "end" => vec![0xff57],
+        "pause" => vec![0xff13],
+        k if k.len() == 1 && k.chars().all(|c| c.is_ascii_alphanumeric()) => {
+            vec![k
+                .chars()
+                .next()
+                .map(|c| c.to_ascii_lowercase() as u32)
+                .unwrap_or(0)]
+        }
+        k => match k.strip_prefix('f').and_then(|n| n.parse::<u32>().ok()) {
+            Some(n @ 1..=24) => vec![0xffbe + n - 1],
+            _ => Vec::new(),
+        },
     }
 }
 
@@ -104,6 +128,46 @@ fn modifier_name(m: Modifier) -> &'static str {
         Modifier::Shift => "shift",
         Modifier::Super => "super",
     }
+}
+
+/// For each key of `combo`, the keycodes that produce it on this keyboard.
+fn keycode_groups(
+    conn: &impl x11rb::connection::Connection,
+    combo: &Combo,
+) -> Result<Vec<Vec<u8>>, String> {
+    use x11rb::protocol::xproto::ConnectionExt as _;
+    let setup = conn.setup();
+    let (min, max) = (setup.min_keycode, setup.max_keycode);
+    let map = conn
+        .get_keyboard_mapping(min, max - min + 1)
+        .map_err(|e| e.to_string())?
+        .reply()
+        .map_err(|e| e.to_string())?;
+    let per = map.keysyms_per_keycode.max(1) as usize;
+    let names: Vec<&str> = combo
+        .modifiers
+        .iter()
+        .map(|m| modifier_name(*m))
+        .chain(std::iter::once(combo.key.as_str()))
+        .collect();
+    let groups: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| {
+            let want = keysyms(n);
+            map.keysyms
+                .chunks(per)
+                .enumerate()
+                .filter(|(_, syms)| syms.iter().any(|s| want.contains(s)))
+                .map(|(i, _)| min + i as u8)
+                .collect()
+        })
+        .collect();
+    if groups.iter().any(|g| g.is_empty()) {
+        return Err(format!(
+            "the stop combination {combo} has a key voxdesk cannot watch"
+        ));
+    }
+    Ok(groups)
 }
 
 /// The stop thread: trigger `latch` when every key of `combo` has been held for `hold`.
@@ -118,33 +182,28 @@ impl StopWatcher {
         hold: Duration,
         latch: Arc<StopLatch>,
     ) -> Result<StopWatcher, String> {
-        let groups: Vec<Vec<device_query::Keycode>> = combo
-            .modifiers
-            .iter()
-            .map(|m| physical(modifier_name(*m)))
-            .chain(std::iter::once(physical(&combo.key)))
-            .collect();
-        if groups.iter().any(|g| g.is_empty()) {
-            return Err(format!(
-                "the stop combination {combo} has a key voxdesk cannot watch"
-            ));
-        }
+        use x11rb::protocol::xproto::ConnectionExt as _;
+        let (conn, _) = x11rb::connect(None).map_err(|e| {
+            format!("the emergency stop cannot watch the keyboard (no X display?): {e}")
+        })?;
+        let groups = keycode_groups(&conn, combo)?;
         let quit = Arc::new(AtomicBool::new(false));
         let q = quit.clone();
-        let (ready_tx, ready_rx) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("voxdesk-estop".into())
             .spawn(move || {
-                // DeviceState is not Send: it lives on this thread only.
-                let Some(state) = device_query::DeviceState::checked_new() else {
-                    let _ = ready_tx.send(false);
-                    return;
-                };
-                let _ = ready_tx.send(true);
                 let mut since: Option<Instant> = None;
                 while !q.load(Ordering::Relaxed) {
-                    let keys = state.query_keymap();
-                    let all = groups.iter().all(|g| g.iter().any(|k| keys.contains(k)));
+                    let keys = match conn.query_keymap().map(|c| c.reply()) {
+                        Ok(Ok(r)) => r.keys,
+                        _ => {
+                            // No display, no watched stop: nothing may move any more.
+                            latch.trigger(Cause::DisplayLost);
+                            return;
+                        }
+                    };
+                    let down = |k: &u8| keys[*k as usize / 8] & (1 << (k % 8)) != 0;
+                    let all = groups.iter().all(|g| g.iter().any(down));
                     match (all, since) {
                         (true, None) => since = Some(Instant::now()),
                         (true, Some(t)) if t.elapsed() >= hold => {
@@ -157,13 +216,10 @@ impl StopWatcher {
                 }
             })
             .map_err(|e| e.to_string())?;
-        match ready_rx.recv_timeout(Duration::from_secs(5)) {
-            Ok(true) => Ok(StopWatcher {
-                quit,
-                handle: Some(handle),
-            }),
-            _ => Err("the emergency stop cannot watch the keyboard (no X display?)".into()),
-        }
+        Ok(StopWatcher {
+            quit,
+            handle: Some(handle),
+        })
     }
 }
 
@@ -182,8 +238,11 @@ mod tests {
 
     #[test]
     fn keys_and_the_latch() {
-        assert_eq!(physical("ctrl").len(), 2);
-        assert!(!physical("escape").is_empty());
+        assert_eq!(keysyms("ctrl").len(), 2);
+        assert_eq!(keysyms("escape"), vec![0xff1b]);
+        assert_eq!(keysyms("S"), vec![0x73]);
+        assert_eq!(keysyms("f4"), vec![0xffc1]);
+        assert!(keysyms("hyper").is_empty());
         let l = StopLatch::default();
         assert!(!l.is_stopped() && l.cause().is_none());
         l.trigger(Cause::Signal("SIGTERM"));

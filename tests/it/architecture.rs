@@ -48,11 +48,14 @@ fn uses(code: &str, path: &str) -> bool {
 fn each_device_crate_has_one_owner() {
     let owners: &[(&str, &[&str])] = &[
         ("enigo::", &["input/actuator.rs"]),
-        ("device_query::", &["input/stop.rs"]),
+        ("device_query::", &[]),
         ("rodio::", &["voice/narrate.rs"]),
         ("cpal::", &["voice/narrate.rs"]),
         ("xcap::", &["screen/capture.rs"]),
-        ("x11rb::", &["screen/capture.rs", "screen/desktop.rs"]),
+        (
+            "x11rb::",
+            &["screen/capture.rs", "screen/desktop.rs", "input/stop.rs"],
+        ),
         ("leptess::", &["perception/engine.rs"]),
         ("signal_hook::", &["cli/mod.rs"]),
     ];
