@@ -386,7 +386,13 @@ impl Desk {
         };
         match outcome {
             Ok(after) => {
-                self.latest = Some(after.unwrap_or(p.obs));
+                // Nothing ran (refused, recorded, declined, stopped): the screen is the one the
+                // batch was checked against, and it is still the latest.
+                let after = after.unwrap_or(p.obs);
+                if p.result.after.is_none() {
+                    p.result.after = Some(after.view());
+                }
+                self.latest = Some(after);
                 ToolResult::Act(Box::new(p.result))
             }
             // The batch ran but the screen could not be seen: the driver must observe again.
@@ -412,7 +418,7 @@ impl Desk {
             changed: false,
             appeared: Vec::new(),
             step: None,
-            after: Some(obs.view()),
+            after: None,
         };
         let times = PhaseTimes {
             capture: obs.timing.map_or(0.0, |t| t.0),

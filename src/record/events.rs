@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::session::now_ms;
+
 /// The loop's states. Transitions between them are events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum State {
@@ -175,13 +177,6 @@ impl Sink for Memory {
             .push(e.clone());
         Ok(())
     }
-}
-
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

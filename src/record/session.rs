@@ -211,7 +211,8 @@ impl Recorder {
     }
 }
 
-fn now_ms() -> u64 {
+/// Wall-clock milliseconds since the epoch, as records and events stamp them.
+pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)

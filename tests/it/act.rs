@@ -225,6 +225,13 @@ fn a_second_session_is_refused_until_the_first_dies() {
         wait_for(Duration::from_secs(20), || lock.exists()),
         "first session took the lock"
     );
+    // The lock names who drives the screen: private, like the records.
+    let mode = |p: &std::path::Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    };
+    assert_eq!(mode(lock.parent().unwrap()), 0o700);
+    assert_eq!(mode(&lock), 0o600);
     let (code, _, err) = act(
         d,
         &[("XDG_RUNTIME_DIR", rt)],
