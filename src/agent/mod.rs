@@ -102,8 +102,16 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
                 match policy.after_act(&mv.plan, &last) {
                     Next::Continue => {}
                     Next::Escape => {
+                        // The driver plans on the screen after Escape and never sees this
+                        // result, so the reason is said here.
+                        let why = match &last {
+                            ToolResult::Act(a) => a.verdict.detail().unwrap_or("").to_string(),
+                            _ => String::new(),
+                        };
                         host.emit(Event::Narration {
-                            text: "Something else opened: pressing Escape.".into(),
+                            text: format!(
+                                "That didn't work ({why}); something else opened: pressing Escape."
+                            ),
                         });
                         policy.escaped(host.escape());
                         last = host.call(&ToolCall::Observe);
