@@ -38,7 +38,7 @@ use tool::{ActResult, ActStatus, ActionOutcome, ErrorKind, ObservationView, Tool
 use verify::{overlay, repeatable, verify, Evidence, Verdict};
 
 /// The version of the tool contract recorded in every session.
-pub const PROMPT_VERSION: &str = "tools.v2+packet.v1";
+pub const PROMPT_VERSION: &str = "tools.v2+packet.v2";
 /// Settling: look every this often until two frames in a row are identical…
 const SETTLE_EVERY: Duration = Duration::from_millis(60);
 /// …but never longer than this (an animation never settles).

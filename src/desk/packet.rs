@@ -2,8 +2,8 @@
 
 use crate::perception::Target;
 
-pub const PACKET_TEMPLATE: &str = include_str!("../../prompts/packet.v1.md");
-pub const PACKET_VERSION: &str = "packet.v1";
+pub const PACKET_TEMPLATE: &str = include_str!("../../prompts/packet.v2.md");
+pub const PACKET_VERSION: &str = "packet.v2";
 
 /// One past step as the planner sees it.
 pub struct PastStep {
@@ -91,7 +91,7 @@ mod tests {
             picture: (1280, 720),
             targets: &ts,
         });
-        assert!(out.starts_with("<!-- voxdesk perception packet, version packet.v1 -->"));
+        assert!(out.starts_with("<!-- voxdesk perception packet, version packet.v2 -->"));
         assert_eq!(
             out.matches("</untrusted-screen-text>").count(),
             1,
