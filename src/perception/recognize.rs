@@ -113,6 +113,12 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         (kx, ky, keep.w as usize, keep.h as usize),
         |x, y| px(crop.x + x as i32, crop.y + y as i32),
     );
+    clear_rules_and_blocks(
+        &mut dist,
+        cw,
+        (kx, ky, keep.w as usize, keep.h as usize),
+        line.text_h,
+    );
     let mut hist = [0u32; 256];
     for &d in &dist {
         hist[d as usize] += 1;
@@ -211,6 +217,64 @@ fn thicken_right(dist: &mut [u8], stride: usize) {
 
 /// Flood from the crop's edge over pixels of the edge's dominant colour (when that is not the
 /// label's background) and mark them as no ink.
+/// Ink that is no letter, cleared from a crop's `region`: a vertical rule running through the
+/// whole region (a window's edge beside a terminal line: letters never reach 40 % of a text
+/// height above and below the line) and a solid block the size of a character cell after the
+/// last letter (a terminal's block cursor, which Tesseract reads as a letter and spoils the word
+/// beside it). A thin bar
+/// (a text caret, "l", "|") is left alone: it is too narrow to be a block.
+fn clear_rules_and_blocks(
+    dist: &mut [u8],
+    stride: usize,
+    region: (usize, usize, usize, usize),
+    text_h: i32,
+) {
+    const INK: u8 = 48;
+    let (x0, y0, w, h) = region;
+    if w < 3 || h < 3 {
+        return;
+    }
+    let inked = |dist: &[u8], x: usize, y: usize| dist[y * stride + x] >= INK;
+    // The vertical span of ink in each column, when it is one solid run.
+    let span = |dist: &[u8], x: usize| -> Option<(usize, usize)> {
+        let ys: Vec<usize> = (y0..y0 + h).filter(|&y| inked(dist, x, y)).collect();
+        let (&a, &b) = (ys.first()?, ys.last()?);
+        (ys.len() == b - a + 1).then_some((a, b))
+    };
+    for x in x0..x0 + w {
+        if span(dist, x) == Some((y0, y0 + h - 1)) {
+            for y in y0..y0 + h {
+                dist[y * stride + x] = 0;
+            }
+        }
+    }
+    // The block cursor sits after the last letter: only the rightmost ink is looked at.
+    let min_h = (text_h.max(1) as usize * 3).div_ceil(5);
+    let Some(last) = (x0..x0 + w)
+        .rev()
+        .find(|&x| (y0..y0 + h).any(|y| inked(dist, x, y)))
+    else {
+        return;
+    };
+    let Some((a, b)) = span(dist, last).filter(|(a, b)| b - a + 1 >= min_h) else {
+        return;
+    };
+    let mut first = last;
+    while first > x0
+        && span(dist, first - 1).is_some_and(|(c, d)| c.abs_diff(a) <= 1 && d.abs_diff(b) <= 1)
+    {
+        first -= 1;
+    }
+    let width = last - first + 1;
+    if width >= 3 && width * 20 >= (b - a + 1) * 7 {
+        for cx in first..=last {
+            for y in y0..y0 + h {
+                dist[y * stride + cx] = 0;
+            }
+        }
+    }
+}
+
 fn clear_surroundings(
     dist: &mut [u8],
     stride: usize,
