@@ -83,7 +83,7 @@ pub fn tasks(runs: usize, only: Option<&str>) -> Result<String> {
     Ok(out)
 }
 
-/// A directory of the run's own with a short path (the xterm tasks type it), removed on drop.
+/// The run's own directory (`task_suite::workdir`), removed on drop.
 struct Work(PathBuf);
 impl Drop for Work {
     fn drop(&mut self) {
@@ -102,9 +102,7 @@ impl Drop for App {
 
 /// One run: prepare, start the app, run voxdesk, judge. Returns the judgement, steps, seconds.
 fn one(exe: &Path, name: &str, i: usize) -> Result<(Judged, usize, f64)> {
-    let work = Work(std::env::temp_dir().join(format!("vxb{}-{i}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&work.0);
-    std::fs::create_dir_all(&work.0)?;
+    let work = Work(task_suite::workdir(i)?);
     let t = task_suite::prepare(name, &work.0)?;
     let _app = start(&t)?;
     let data = work.0.join("data");

@@ -85,6 +85,16 @@ impl Paths {
     }
 }
 
+/// A fresh directory for one run of a task: a short path of plain letters and digits, since the
+/// xterm tasks type it and OCR reads it back (a random name like "vxtKNZwLr" reads as
+/// "yxtKNZuLr": no dictionary helps with it). Removing it is the caller's.
+pub fn workdir(run: usize) -> std::io::Result<PathBuf> {
+    let d = std::env::temp_dir().join(format!("task{}{run}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d)?;
+    Ok(d)
+}
+
 /// A HOME and XDG directories of the app's own inside `dir`, and GTK quiet without a D-Bus
 /// session (no accessibility bus, settings in memory instead of dconf).
 fn gtk_env(dir: &Path) -> std::io::Result<Vec<(&'static str, String)>> {
@@ -188,11 +198,18 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
         "pcmanfm-open" => {
             std::fs::create_dir_all(p.files.join("Downloads"))?;
             std::fs::write(p.files.join("Downloads").join(INVOICE), b"%PDF-1.4\n")?;
+            let env = gtk_env(dir)?;
+            // The compact view (a small icon, the name beside it): in the icon view a long name
+            // wraps under its icon ("invoice_202" / "4-03.pdf", two labels) and the task waits
+            // for the whole name. (In the detailed list view the row's name is not read at all.)
+            let conf = dir.join("home/.config/pcmanfm/default");
+            std::fs::create_dir_all(&conf)?;
+            std::fs::write(conf.join("pcmanfm.conf"), "[ui]\nview_mode=compact\n")?;
             Task {
                 name: "pcmanfm-open",
                 class: "Pcmanfm",
                 argv: vec!["pcmanfm".into(), "--no-desktop".into(), s(&p.files)],
-                env: gtk_env(dir)?,
+                env,
                 place: Some((100, 100, 900, 600)),
                 settle_ms: 800,
                 text: format!("double-click Downloads, wait for {INVOICE}"),

@@ -23,12 +23,21 @@ fn records(name: &str) -> PathBuf {
     d
 }
 
-/// A short directory of the task's own: the xterm tasks type its path.
-fn workdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("vxt")
-        .tempdir_in("/tmp")
-        .unwrap()
+/// The task's own directory (see `task_suite::workdir`), removed when the test ends.
+struct Work(PathBuf);
+impl Work {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+impl Drop for Work {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+fn workdir() -> Work {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    Work(task_suite::workdir(N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)).unwrap())
 }
 
 fn xdotool(display: &str, args: &[&str]) -> String {
