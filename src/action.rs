@@ -88,10 +88,24 @@ impl Action {
 /// What should be true after the batch ran.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Expect {
+    /// Text the batch makes appear: more of it on screen afterwards than before.
     pub appears: Vec<String>,
+    /// Text on screen afterwards, whether or not it was before (what "wait for" waits for);
+    /// text the session typed itself does not count.
+    pub shows: Vec<String>,
     pub disappears: Vec<String>,
     /// The screen should change at all.
     pub changes: bool,
+}
+
+impl Expect {
+    /// Nothing to check.
+    pub fn is_empty(&self) -> bool {
+        self.appears.is_empty()
+            && self.shows.is_empty()
+            && self.disappears.is_empty()
+            && !self.changes
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -114,10 +128,13 @@ impl Batch {
             Value::Array(self.actions.iter().map(Action::to_value).collect()),
         );
         let e = &self.expect;
-        if e.changes || !e.appears.is_empty() || !e.disappears.is_empty() {
+        if !e.is_empty() {
             let mut x = Map::new();
             if !e.appears.is_empty() {
                 x.insert("appears".into(), Value::from(e.appears.clone()));
+            }
+            if !e.shows.is_empty() {
+                x.insert("shows".into(), Value::from(e.shows.clone()));
             }
             if !e.disappears.is_empty() {
                 x.insert("disappears".into(), Value::from(e.disappears.clone()));
@@ -316,7 +333,7 @@ fn parse_expect(v: &Value) -> Result<Expect, ParseError> {
     let obj = v
         .as_object()
         .ok_or_else(|| err(None, format!("`expect` must be an object, got {}", kind(v))))?;
-    only_keys(obj, &["appears", "disappears", "changes"], None)?;
+    only_keys(obj, &["appears", "shows", "disappears", "changes"], None)?;
     let strings = |key: &str| -> Result<Vec<String>, ParseError> {
         match obj.get(key) {
             None | Some(Value::Null) => Ok(Vec::new()),
@@ -356,6 +373,7 @@ fn parse_expect(v: &Value) -> Result<Expect, ParseError> {
     };
     Ok(Expect {
         appears: strings("appears")?,
+        shows: strings("shows")?,
         disappears: strings("disappears")?,
         changes,
     })
@@ -650,6 +668,7 @@ mod tests {
             b.expect,
             Expect {
                 appears: vec!["Saved".into()],
+                shows: vec![],
                 disappears: vec![],
                 changes: true
             }

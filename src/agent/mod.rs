@@ -102,20 +102,22 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
                 match policy.after_act(&mv.plan, &last) {
                     Next::Continue => {}
                     Next::Escape => {
-                        // The driver plans on the screen after Escape and never sees this
-                        // result, so the reason is said here.
-                        let why = match &last {
-                            ToolResult::Act(a) => a.verdict.detail().unwrap_or("").to_string(),
+                        let opened = match &last {
+                            ToolResult::Act(a) => a.opened.join(", "),
                             _ => String::new(),
                         };
                         host.emit(Event::Narration {
-                            text: format!(
-                                "That didn't work ({why}); something else opened: pressing Escape."
-                            ),
+                            text: format!("Something else opened ({opened}): pressing Escape."),
                         });
                         policy.escaped(host.escape());
-                        last = host.call(&ToolCall::Observe);
-                        policy.looked(&last);
+                        // The driver still reads the result that called for Escape (it must
+                        // not think the step never ran), with the screen Escape left.
+                        let look = host.call(&ToolCall::Observe);
+                        policy.looked(&look);
+                        match (&mut last, look) {
+                            (ToolResult::Act(a), ToolResult::Observation(o)) => a.after = Some(o),
+                            (_, look) => last = look,
+                        }
                     }
                     Next::End { status, summary } => break (status, summary),
                 }

@@ -390,10 +390,12 @@ pub fn bind(intent: &Intent, targets: &[Target]) -> Result<(Vec<Action>, Expect)
                 },
             )
         }
+        // On screen, whether or not it was before — but not inside text the session typed
+        // (the command that echoes what it waits for).
         Intent::WaitFor { label } => (
             vec![Action::Wait { ms: 500 }],
             Expect {
-                appears: vec![label.clone()],
+                shows: vec![label.clone()],
                 ..Default::default()
             },
         ),
@@ -408,6 +410,8 @@ pub struct LocalPlanner {
     /// Per step: the menu item it should bring up (see [`parse_task_with_menus`]).
     opens: Vec<Option<String>>,
     next: usize,
+    /// The step last sent, in words, for what is said when it cannot be confirmed.
+    last_plan: String,
 }
 
 impl LocalPlanner {
@@ -417,6 +421,7 @@ impl LocalPlanner {
             intents,
             opens,
             next: 0,
+            last_plan: String::new(),
         })
     }
 
@@ -440,6 +445,7 @@ impl LocalPlanner {
                 }
                 let plan = describe(intent, &actions, &o.capture_targets);
                 say.push(format!("{plan}."));
+                self.last_plan = plan.clone();
                 Move {
                     say,
                     plan,
@@ -547,14 +553,43 @@ impl Driver for LocalPlanner {
                 return give_up(say, why);
             }
             ActStatus::Recorded => self.next += 1,
-            ActStatus::Ran | ActStatus::Failed => match &a.verdict {
-                Verdict::Verified(why) => {
-                    say.push(format!("Done: {why}."));
-                    self.next += 1;
+            ActStatus::Ran | ActStatus::Failed => {
+                let waiting = matches!(self.intents.get(self.next), Some(Intent::WaitFor { .. }));
+                let plan = &self.last_plan;
+                match &a.verdict {
+                    Verdict::Verified(why) => {
+                        say.push(format!("Done: {why}."));
+                        self.next += 1;
+                    }
+                    Verdict::Unverified => self.next += 1,
+                    // Waiting again is always safe; the policy bounds how often.
+                    Verdict::Failed { reason, .. } | Verdict::Unconfirmed(reason) if waiting => {
+                        say.push(format!("Not yet: {reason}."))
+                    }
+                    // Nothing changed and doing it again cannot do it twice: try once more.
+                    Verdict::Failed {
+                        reason,
+                        no_change: true,
+                    } if a.repeatable => say.push(format!("That didn't work: {reason}.")),
+                    Verdict::Failed { reason, .. } => {
+                        return give_up(
+                            say,
+                            format!("{plan} did not take effect ({reason}); I am not repeating it, because doing it twice could do it twice"),
+                        )
+                    }
+                    Verdict::Unconfirmed(reason) => {
+                        let opened = if a.opened.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; something else opened ({})", a.opened.join(", "))
+                        };
+                        return give_up(
+                            say,
+                            format!("{plan} was done, but I could not confirm it ({reason}{opened}); I am stopping rather than repeating it"),
+                        );
+                    }
                 }
-                Verdict::Unverified => self.next += 1,
-                Verdict::Failed { reason, .. } => say.push(format!("That didn't work: {reason}.")),
-            },
+            }
         }
         match &a.after {
             Some(o) => self.plan_on(o, say),

@@ -1,9 +1,11 @@
 //! The one policy every driver goes through (pure): the step cap, the no-progress counter, and what each class of failure calls for, judged from tool results alone.
 //!
-//! Classes: verified → progress; unverified → neither; failed with no change → no progress (the
-//! driver may try again on a fresh look); failed after something new appeared → no progress,
-//! and Escape; refused, declined, or a capture error → no progress. Three in a row end the task
-//! with the transcript of what was tried.
+//! Classes: verified → progress; unverified → neither; failed (nothing changed, or an action
+//! failed) → no progress (the driver may try again on a fresh look, if the result says the batch
+//! is repeatable); unconfirmed (it ran, the screen changed, the expectation was not seen) → no
+//! progress, and Escape only when a window, menu or dialog actually opened; refused, declined, or
+//! a capture error → no progress. Three in a row end the task with the transcript of what was
+//! tried.
 
 use crate::desk::tool::{ActStatus, ToolResult};
 use crate::desk::verify::Verdict;
@@ -22,7 +24,8 @@ pub struct Limits {
 pub enum Next {
     /// The driver plans on the result.
     Continue,
-    /// Something else opened: press Escape, look again, and let the driver plan on that.
+    /// Something else opened (a window, menu or dialog): press Escape, look again, and let the
+    /// driver plan on that, with the result that called for it.
     Escape,
     /// The task ends here.
     End { status: Status, summary: String },
@@ -138,12 +141,16 @@ impl Policy {
                 Next::Continue
             }
             Verdict::Unverified => Next::Continue,
-            Verdict::Failed { no_change, .. } => {
+            Verdict::Failed { .. } => {
                 self.no_progress += 1;
-                if !*no_change && !a.appeared.is_empty() {
-                    Next::Escape
-                } else {
+                Next::Continue
+            }
+            Verdict::Unconfirmed(_) => {
+                self.no_progress += 1;
+                if a.opened.is_empty() {
                     Next::Continue
+                } else {
+                    Next::Escape
                 }
             }
         }

@@ -14,8 +14,10 @@ enum Reply {
     Verified,
     Unverified,
     NoChange,
-    /// Failed, the screen changed, and this text appeared.
+    /// It ran, the screen changed, the expectation was not seen, and a menu opened.
     Opened(&'static str),
+    /// It ran, the screen changed, the expectation was not seen; nothing opened.
+    Unconfirmed,
     Refused(&'static str),
     Declined,
     Recorded,
@@ -87,6 +89,8 @@ impl FakeDesk {
         } else {
             self.replies.remove(0)
         };
+        let before = self.view();
+        self.seq -= 1;
         let after = self.view();
         let mut r = ActResult {
             observation_id: b.observation_id.clone().unwrap_or_default(),
@@ -104,6 +108,8 @@ impl FakeDesk {
             verdict: Verdict::Verified("the screen changed".into()),
             changed: true,
             appeared: vec![],
+            opened: vec![],
+            repeatable: crate::desk::verify::repeatable(b, &before.capture_targets),
             step: Some(self.acts.len()),
             after: Some(after),
         };
@@ -120,10 +126,11 @@ impl FakeDesk {
             }
             Reply::Opened(t) => {
                 r.appeared = vec![t.to_string()];
-                r.verdict = Verdict::Failed {
-                    reason: "\"Save As\" did not appear".into(),
-                    no_change: false,
-                }
+                r.opened = vec!["a menu or popup at (10, 30), 200x300".into()];
+                r.verdict = Verdict::Unconfirmed("\"Save As\" did not appear".into());
+            }
+            Reply::Unconfirmed => {
+                r.verdict = Verdict::Unconfirmed("\"hello\" did not appear".into());
             }
             Reply::Refused(rule) => {
                 r.status = ActStatus::Refused;
@@ -282,13 +289,53 @@ fn table_of_policies_over_a_fake_desk() {
             0,
         ),
         case(
-            "something else opened: Escape each time",
+            "something else opened: Escape once, and the step is not repeated",
             "open File then Save As",
-            vec![Opened("Print"), Opened("Print"), Opened("Print")],
+            vec![Opened("Print")],
             Status::Failed,
-            "(pressed Escape)",
+            "Clicking File was done, but I could not confirm it (\"Save As\" did not appear; something else opened (a menu or popup at (10, 30), 200x300))",
+            1,
+            1,
+            0,
+        ),
+        case(
+            "typing that cannot be confirmed is never typed again, and no Escape without a menu",
+            "type \"hello\", press enter",
+            vec![Unconfirmed],
+            Status::Failed,
+            "Typing \"hello\" was done, but I could not confirm it",
+            1,
+            0,
+            0,
+        ),
+        case(
+            "typing that changed nothing is not typed again either",
+            "type \"hello\"",
+            vec![NoChange],
+            Status::Failed,
+            "Typing \"hello\" did not take effect (the screen did not change); I am not repeating it",
+            1,
+            0,
+            0,
+        ),
+        case(
+            "Enter is not pressed twice",
+            "press enter",
+            vec![Unconfirmed],
+            Status::Failed,
+            "Pressing enter was done, but I could not confirm it",
+            1,
+            0,
+            0,
+        ),
+        case(
+            "waiting goes on while the text is not there yet",
+            "wait for Done",
+            vec![NoChange, Unconfirmed, Verified],
+            Status::Done,
+            "done: 1 step",
             3,
-            3,
+            0,
             0,
         ),
         case(

@@ -27,20 +27,24 @@ use crate::record::events::{Bus, Event, JsonlSink, Sink, State};
 use crate::record::session::{PhaseTimes, Recorder, Status, StepRecord};
 use crate::safety::rails::{self, Checked, Decision, Refusal, Screen, Step};
 use crate::screen::capture::{self, Capturer};
+use crate::screen::desktop::{self, Shown, Windows};
 use crate::screen::frame::Frame;
 use crate::screen::picture::{self, PictureConfig};
 
 use confirm::{Confirm, Question};
 use packet::PastStep;
 use tool::{ActResult, ActStatus, ActionOutcome, ErrorKind, ObservationView, ToolCall, ToolResult};
-use verify::{verify, Verdict};
+use verify::{repeatable, verify, Evidence, Verdict};
 
 /// The version of the tool contract recorded in every session.
-pub const PROMPT_VERSION: &str = "tools.v1+packet.v1";
+pub const PROMPT_VERSION: &str = "tools.v2+packet.v1";
 /// Settling: look every this often until two frames in a row are identical…
 const SETTLE_EVERY: Duration = Duration::from_millis(60);
 /// …but never longer than this (an animation never settles).
 const SETTLE_AT_MOST: Duration = Duration::from_millis(2500);
+/// A batch that changed the screen but was not confirmed is looked at once more after this
+/// pause (an app still drawing, a terminal still echoing) before it is called unconfirmed.
+const RECHECK_AFTER: Duration = Duration::from_millis(300);
 
 /// What the loop's host does besides the tools: the agent drives any `Host`, the real desk or a
 /// fake one in tests.
@@ -106,6 +110,8 @@ struct Observation {
     mapping: Mapping,
     /// Capture and perception time, for an observation made by `observe` (not by settling).
     timing: Option<(f64, f64)>,
+    /// The windows shown (empty when they could not be listed).
+    windows: Vec<Shown>,
 }
 
 impl Observation {
@@ -133,6 +139,9 @@ pub struct Desk {
     settings: Settings,
     capturer: Capturer,
     perceiver: Perceiver,
+    windows: Option<Windows>,
+    /// Every text this session typed (what "shows" does not count as the app's own).
+    typed: Vec<String>,
     latch: Arc<StopLatch>,
     actuator: Actuator,
     _watch: StopWatcher,
@@ -223,6 +232,9 @@ impl Desk {
             settings: settings.clone(),
             capturer,
             perceiver,
+            // Without it nothing is ever classed "something else opened": no Escape.
+            windows: Windows::open().ok(),
+            typed: Vec::new(),
             latch,
             actuator,
             _watch: watch,
@@ -291,6 +303,11 @@ impl Desk {
             .map_err(|e| e.to_string())?;
         self.seq += 1;
         let app = capture::focused_window().ok().flatten().map(|a| a.app);
+        let windows = self
+            .windows
+            .as_ref()
+            .and_then(|w| w.list().ok())
+            .unwrap_or_default();
         let mapping = picture::picture_mapping(&frame, PictureConfig::default())
             .map_err(|e| e.to_string())?;
         Ok(Observation {
@@ -300,6 +317,7 @@ impl Desk {
             perception,
             app,
             mapping,
+            windows,
         })
     }
 
@@ -417,6 +435,8 @@ impl Desk {
             verdict: Verdict::Unverified,
             changed: false,
             appeared: Vec::new(),
+            opened: Vec::new(),
+            repeatable: repeatable(&batch, &obs.perception.targets),
             step: None,
             after: None,
         };
@@ -523,6 +543,11 @@ impl Desk {
             };
         }
         p.times.act = ms_since(t_act);
+        for (a, o) in p.batch.actions.iter().zip(&p.result.actions) {
+            if let (Action::Type { text }, "done" | "stopped" | "failed") = (a, o.outcome) {
+                self.typed.push(text.clone());
+            }
+        }
         if let Some(cause) = self.stopped() {
             p.result.status = ActStatus::Stopped;
             p.result.refusal = Some(stopped_refusal(cause));
@@ -573,14 +598,26 @@ impl Desk {
         Ok(Some(after))
     }
 
-    /// Verify the batch's expectation on the settled screen (looking once more when nothing
-    /// changed yet: a stale frame is the usual cause); the screen it was judged on.
+    /// Verify the batch's expectation on the settled screen. A miss is looked at once more
+    /// before it is reported (nothing changed yet: a stale frame is the usual cause; changed but
+    /// not as expected: the app may still be drawing); the screen it was judged on.
     fn judge(&mut self, p: &mut Pending, mut after: Observation, all_ran: bool) -> Observation {
         let t = Instant::now();
         let before = &p.obs.perception.targets;
         let expect = &p.batch.expect;
+        let judge = |after: &Observation, changed: bool, typed: &[String]| {
+            verify(
+                expect,
+                &Evidence {
+                    before,
+                    after: &after.perception.targets,
+                    changed,
+                    typed,
+                },
+            )
+        };
         let mut verdict = if all_ran {
-            verify(expect, before, &after.perception.targets, p.result.changed)
+            judge(&after, p.result.changed, &self.typed)
         } else {
             let why = p
                 .result
@@ -593,23 +630,19 @@ impl Desk {
                 no_change: !p.result.changed,
             }
         };
-        if all_ran
-            && matches!(
-                verdict,
-                Verdict::Failed {
-                    no_change: true,
-                    ..
-                }
-            )
-        {
+        if all_ran && verdict.is_miss() {
+            if !matches!(verdict, Verdict::Failed { .. }) {
+                std::thread::sleep(RECHECK_AFTER);
+            }
             if let Ok((again, _, changed)) = self.settle() {
-                p.result.changed = changed || again.perception.targets != *before;
-                verdict = verify(expect, before, &again.perception.targets, p.result.changed);
+                p.result.changed |= changed || again.perception.targets != *before;
+                verdict = judge(&again, p.result.changed, &self.typed);
                 after = again;
             }
         }
         p.times.verify = ms_since(t);
         p.result.appeared = appeared(before, &after.perception.targets);
+        p.result.opened = desktop::opened(&p.obs.windows, &after.windows);
         p.result.verdict = verdict;
         after
     }
@@ -742,6 +775,23 @@ impl Host for Desk {
         let Some(obs) = self.latest.take() else {
             return false;
         };
+        // In a terminal Escape is readline's Meta prefix: it would change the next key typed.
+        let terminal = obs.app.as_deref().is_some_and(|app| {
+            self.settings
+                .rails
+                .terminals
+                .iter()
+                .any(|t| t.eq_ignore_ascii_case(app))
+        });
+        if terminal {
+            self.emit_event(Event::Recovery {
+                class: "unexpected window or menu".into(),
+                action: "none: Escape is never pressed in a terminal".into(),
+                ran: false,
+            });
+            self.latest = Some(obs);
+            return false;
+        }
         let batch = Batch {
             observation_id: Some(obs.id.clone()),
             actions: vec![Action::Key {

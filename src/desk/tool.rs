@@ -10,7 +10,7 @@ use crate::safety::rails::Refusal;
 use super::verify::Verdict;
 
 /// The tool schema every driver is given (versioned; the version goes into session records).
-pub const TOOLS_JSON: &str = include_str!("../../prompts/tools.v1.json");
+pub const TOOLS_JSON: &str = include_str!("../../prompts/tools.v2.json");
 
 /// A decoded tool call.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,6 +127,11 @@ pub struct ActResult {
     pub changed: bool,
     /// Texts on screen afterwards that the screen before the batch did not have.
     pub appeared: Vec<String>,
+    /// Windows, menus or dialogs that opened during the batch, in words.
+    pub opened: Vec<String>,
+    /// Whether the same batch may safely run again should it change nothing (it types, presses
+    /// Enter or clicks a send/save button: no).
+    pub repeatable: bool,
     /// The step's number in the session record, when one was recorded.
     pub step: Option<usize>,
     /// The screen afterwards: the observation the next batch must name.
@@ -271,6 +276,10 @@ impl ActResult {
             if !self.appeared.is_empty() {
                 ver["appeared"] = Value::from(self.appeared.clone());
             }
+            if !self.opened.is_empty() {
+                ver["opened"] = Value::from(self.opened.clone());
+            }
+            ver["repeatable"] = Value::Bool(self.repeatable);
             v["verification"] = ver;
         }
         if let Some(o) = &self.after {
@@ -295,7 +304,7 @@ mod tests {
             .map(|t| t["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, ["observe", "act", "done"]);
-        assert_eq!(v["version"], "tools.v1");
+        assert_eq!(v["version"], "tools.v2");
     }
 
     #[test]
@@ -367,6 +376,8 @@ mod tests {
             verdict: Verdict::Unverified,
             changed: false,
             appeared: vec![],
+            opened: vec![],
+            repeatable: false,
             step: None,
             after: None,
         };

@@ -1,16 +1,25 @@
-//! Verification after an act: three states (verified, failed, unverified) judged from the targets before and after and from whether any tile changed — a pure function.
+//! Verification after an act, a pure function of the expectation, the targets before and after and whether any tile changed: verified, failed (nothing changed), unconfirmed (it ran, the screen changed, the expectation was not seen) or unverified; and whether a batch may safely run again.
+//!
+//! Text is found the way a person reads it ([`crate::screen::text`]): in lines across
+//! neighbouring targets, slips tolerated. "Appears" means *more of it than before*, so the same
+//! text elsewhere on screen before the batch (a label, the command that echoes it) never counts
+//! as the batch's effect; "shows" means on screen afterwards, not counting text the session
+//! typed itself.
 
-use crate::action::Expect;
+use crate::action::{Action, Batch, Expect, Pos};
 use crate::perception::Target;
-use crate::screen::text::present;
+use crate::screen::text::{occurrences, runs, Run};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     /// Everything the expectation named is true.
     Verified(String),
-    /// Something it named is not true; `no_change` says the screen did not change at all
-    /// (the failure class that calls for settling and re-capturing once).
+    /// The batch did not take effect: the screen did not change at all (`no_change`), or an
+    /// action failed. The only class in which a repeatable batch may be tried again.
     Failed { reason: String, no_change: bool },
+    /// The batch ran and the screen changed, but what it named was not seen, even on a second
+    /// look: done, not confirmed. Never a reason to repeat it blindly.
+    Unconfirmed(String),
     /// Nothing to check: verification off or an empty expectation. Moves no counter.
     Unverified,
 }
@@ -20,51 +29,87 @@ impl Verdict {
         match self {
             Verdict::Verified(_) => "verified",
             Verdict::Failed { .. } => "failed",
+            Verdict::Unconfirmed(_) => "unconfirmed",
             Verdict::Unverified => "unverified",
         }
     }
 
-    /// What was seen: why it verified or why it failed.
+    /// What was seen: why it verified or why it did not.
     pub fn detail(&self) -> Option<&str> {
         match self {
-            Verdict::Verified(w) => Some(w),
+            Verdict::Verified(w) | Verdict::Unconfirmed(w) => Some(w),
             Verdict::Failed { reason, .. } => Some(reason),
             Verdict::Unverified => None,
         }
     }
+
+    /// Not verified when something was expected: failed or unconfirmed.
+    pub fn is_miss(&self) -> bool {
+        matches!(self, Verdict::Failed { .. } | Verdict::Unconfirmed(_))
+    }
 }
 
-/// Judge `expect` against the screen after the act. `changed` is whether any perception tile
-/// differed between the frames before and after.
-pub fn verify(expect: &Expect, before: &[Target], after: &[Target], changed: bool) -> Verdict {
-    if expect.appears.is_empty() && expect.disappears.is_empty() && !expect.changes {
+/// What a batch is judged on.
+pub struct Evidence<'a> {
+    pub before: &'a [Target],
+    pub after: &'a [Target],
+    /// Any perception tile differed between the frames before and after.
+    pub changed: bool,
+    /// Every text the session has typed so far (this batch's too).
+    pub typed: &'a [String],
+}
+
+/// Judge `expect` against the screen after the act.
+pub fn verify(expect: &Expect, ev: &Evidence) -> Verdict {
+    if expect.is_empty() {
         return Verdict::Unverified;
     }
+    let (before, after) = (runs(ev.before), runs(ev.after));
+    let count = |text: &str, rs: &[Run]| occurrences(text, rs, &[]).len();
+    let miss = |reason: String| {
+        if ev.changed {
+            Verdict::Unconfirmed(reason)
+        } else {
+            Verdict::Failed {
+                reason,
+                no_change: true,
+            }
+        }
+    };
     let mut ok = Vec::new();
     for a in &expect.appears {
-        if !present(a, after) {
-            let reason = if present(a, before) {
-                format!("{a:?} was already on screen and is gone now")
-            } else {
-                format!("{a:?} did not appear")
-            };
-            return Verdict::Failed {
-                reason,
-                no_change: !changed,
-            };
+        let (n0, hits) = (count(a, &before), occurrences(a, &after, &[]));
+        if hits.len() > n0 {
+            ok.push(format!("{a:?} appeared{}", place(&hits, a)));
+            continue;
         }
-        ok.push(format!("{a:?} appeared"));
+        return miss(match (n0, hits.len()) {
+            (0, _) => format!("{a:?} did not appear"),
+            (_, 0) => format!("{a:?} was on screen before and is gone now"),
+            _ => format!("{a:?} was already on screen and no more of it appeared"),
+        });
+    }
+    for s in &expect.shows {
+        let hits = occurrences(s, &after, ev.typed);
+        if !hits.is_empty() {
+            ok.push(format!("{s:?} is on screen{}", place(&hits, s)));
+            continue;
+        }
+        return miss(if count(s, &after) > 0 {
+            format!("{s:?} is on screen only inside text typed by this session")
+        } else {
+            format!("{s:?} is not on screen")
+        });
     }
     for d in &expect.disappears {
-        if present(d, after) {
-            return Verdict::Failed {
-                reason: format!("{d:?} is still on screen"),
-                no_change: !changed,
-            };
+        let (n0, n1) = (count(d, &before), count(d, &after));
+        if n1 == 0 || n1 < n0 {
+            ok.push(format!("{d:?} disappeared"));
+            continue;
         }
-        ok.push(format!("{d:?} disappeared"));
+        return miss(format!("{d:?} is still on screen"));
     }
-    if expect.changes && !changed {
+    if expect.changes && !ev.changed {
         return Verdict::Failed {
             reason: "the screen did not change".into(),
             no_change: true,
@@ -76,9 +121,105 @@ pub fn verify(expect: &Expect, before: &[Target], after: &[Target], changed: boo
     Verdict::Verified(ok.join(", "))
 }
 
+/// ` (in "…")`: the line it was read in, when that says more than the text itself.
+fn place(hits: &[&Run], text: &str) -> String {
+    match hits.last() {
+        Some(r) if r.text.trim() != text.trim() => format!(" (in {:?})", r.text),
+        _ => String::new(),
+    }
+}
+
+/// Labels of buttons whose click does something a second click would do again (send, save,
+/// pay, delete…): never clicked twice without a look at what the first did.
+const COMMITS: &[&str] = &[
+    "send",
+    "submit",
+    "save",
+    "post",
+    "publish",
+    "join",
+    "sign",
+    "log",
+    "register",
+    "apply",
+    "confirm",
+    "ok",
+    "yes",
+    "pay",
+    "buy",
+    "order",
+    "checkout",
+    "delete",
+    "remove",
+    "reply",
+    "create",
+    "upload",
+    "share",
+    "add",
+    "continue",
+    "next",
+    "done",
+    "finish",
+    "accept",
+    "agree",
+    "install",
+    "run",
+    "book",
+    "subscribe",
+    "empty",
+    "move",
+    "copy",
+    "rename",
+    "replace",
+    "print",
+];
+
+/// Keys that move around and change no content: pressing one again after it changed nothing
+/// is safe.
+const NAVIGATION_KEYS: &[&str] = &[
+    "escape",
+    "tab",
+    "up",
+    "down",
+    "left",
+    "right",
+    "home",
+    "end",
+    "pageup",
+    "pagedown",
+    "page_up",
+    "page_down",
+];
+
+/// May this batch run again if it failed with nothing changed? Not when it typed, pressed
+/// Enter or a shortcut, dragged, or clicked a button that commits (send, save, pay, delete…):
+/// doing those twice does them twice.
+pub fn repeatable(batch: &Batch, targets: &[Target]) -> bool {
+    let commits = |at: &Pos| match at {
+        Pos::Target(id) => targets.iter().find(|t| t.id == *id).is_some_and(|t| {
+            t.text
+                .to_lowercase()
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|w| COMMITS.contains(&w))
+        }),
+        Pos::Point { .. } => false,
+    };
+    batch.actions.iter().all(|a| match a {
+        Action::Type { .. } | Action::Drag { .. } => false,
+        Action::Key { combo } => {
+            combo.modifiers.is_empty() && NAVIGATION_KEYS.contains(&combo.key.as_str())
+        }
+        Action::Click { at } | Action::DoubleClick { at } | Action::RightClick { at } => {
+            !commits(at)
+        }
+        Action::Scroll { .. } | Action::Wait { .. } => true,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::action::parse_combo;
     use crate::geometry::Rect;
 
     fn ts(texts: &[&str]) -> Vec<Target> {
@@ -99,7 +240,19 @@ mod tests {
             appears: appears.iter().map(|s| s.to_string()).collect(),
             disappears: disappears.iter().map(|s| s.to_string()).collect(),
             changes,
+            ..Default::default()
         }
+    }
+    fn judge(e: &Expect, before: &[Target], after: &[Target], changed: bool) -> Verdict {
+        verify(
+            e,
+            &Evidence {
+                before,
+                after,
+                changed,
+                typed: &[],
+            },
+        )
     }
 
     #[test]
@@ -110,27 +263,121 @@ mod tests {
             (ex(&[], &[], false), true, "unverified"),
             (ex(&["12"], &[], false), true, "verified"),
             (ex(&["Saved"], &[], false), true, "verified"),
-            (ex(&["Save"], &[], false), true, "failed"),
-            (ex(&["Sav"], &[], false), true, "failed"),
+            (ex(&["Save"], &[], false), true, "unconfirmed"),
+            (ex(&["Sav"], &[], false), true, "unconfirmed"),
+            (ex(&["File"], &[], false), true, "unconfirmed"),
             (ex(&[], &["Save"], false), true, "verified"),
-            (ex(&[], &["File"], false), true, "failed"),
+            (ex(&[], &["File"], false), true, "unconfirmed"),
             (ex(&[], &[], true), true, "verified"),
             (ex(&[], &[], true), false, "failed"),
             (ex(&["12"], &[], true), false, "failed"),
         ];
         for (e, changed, want) in cases {
             assert_eq!(
-                verify(&e, &before, &after, changed).name(),
+                judge(&e, &before, &after, changed).name(),
                 want,
                 "{e:?} changed={changed}"
             );
         }
         assert_eq!(
-            verify(&ex(&[], &[], true), &before, &before, false),
+            judge(&ex(&[], &[], true), &before, &before, false),
             Verdict::Failed {
                 reason: "the screen did not change".into(),
                 no_change: true
             }
         );
+    }
+
+    #[test]
+    fn the_same_text_elsewhere_before_is_not_the_batch_s_effect() {
+        // "Ada Lovelace" is already in the members list; typing it into the field adds one.
+        let before = ts(&["Members", "Ada Lovelace", "Full name"]);
+        let typed = ts(&["Members", "Ada Lovelace", "Full name", "Ada Lovelace|"]);
+        let e = ex(&["Ada Lovelace"], &[], true);
+        assert_eq!(judge(&e, &before, &typed, true).name(), "verified");
+        // Nothing was typed, something else changed: not fooled by the list.
+        let other = ts(&["Members", "Ada Lovelace", "Full name", "Loading…"]);
+        let v = judge(&e, &before, &other, true);
+        assert_eq!(v.name(), "unconfirmed");
+        assert!(v.detail().unwrap().contains("already on screen"), "{v:?}");
+    }
+
+    #[test]
+    fn shows_waits_for_output_not_for_the_command_that_echoes_it() {
+        let typed = vec!["echo hello from voxdesk".to_string()];
+        let line = |s: &str, y| Target {
+            id: y as u32,
+            text: s.into(),
+            rect: Rect::new(0, y, 200, 14),
+            conf: 0.9,
+            new: false,
+        };
+        let e = Expect {
+            shows: vec!["hello from voxdesk".into()],
+            ..Default::default()
+        };
+        let ran = vec![line("$ echo hello from voxdesk", 0)];
+        let output = vec![
+            ran[0].clone(),
+            line("hello from voxdesk", 20),
+            line("$", 40),
+        ];
+        let v = verify(
+            &e,
+            &Evidence {
+                before: &ran,
+                after: &ran,
+                changed: false,
+                typed: &typed,
+            },
+        );
+        assert_eq!(v.name(), "failed");
+        assert!(
+            v.detail().unwrap().contains("only inside text typed"),
+            "{v:?}"
+        );
+        let v = verify(
+            &e,
+            &Evidence {
+                before: &output,
+                after: &output,
+                changed: false,
+                typed: &typed,
+            },
+        );
+        assert_eq!(v.name(), "verified", "{v:?}");
+    }
+
+    #[test]
+    fn what_may_run_again() {
+        let targets = ts(&["Downloads", "Send", "Save As…", "7", "Sign in"]);
+        let b = |actions: Vec<Action>| Batch {
+            observation_id: None,
+            actions,
+            expect: Expect::default(),
+        };
+        let click = |id| Action::Click {
+            at: Pos::Target(id),
+        };
+        let key = |c: &str| Action::Key {
+            combo: parse_combo(c).unwrap(),
+        };
+        let cases = [
+            (b(vec![click(1)]), true),
+            (b(vec![click(4)]), true),
+            (b(vec![click(2)]), false),
+            (b(vec![click(3)]), false),
+            (b(vec![click(5)]), false),
+            (b(vec![Action::Type { text: "x".into() }]), false),
+            (b(vec![key("enter")]), false),
+            (b(vec![key("ctrl+s")]), false),
+            (b(vec![key("tab")]), true),
+            (b(vec![key("escape")]), true),
+            (b(vec![Action::Wait { ms: 500 }]), true),
+            (b(vec![click(1), Action::Type { text: "x".into() }]), false),
+        ];
+        for (batch, want) in cases {
+            assert_eq!(repeatable(&batch, &targets), want, "{:?}", batch.actions);
+        }
     }
 }

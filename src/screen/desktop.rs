@@ -88,3 +88,138 @@ fn wm_name(
         name
     }))
 }
+
+/// A window the X server shows: a top-level child of the root (a window manager's frame, a
+/// menu, a tooltip), in root coordinates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shown {
+    pub id: u32,
+    /// Override-redirect: a menu, a popup or a tooltip the window manager does not frame.
+    pub popup: bool,
+    pub x: i32,
+    pub y: i32,
+    pub w: u32,
+    pub h: u32,
+}
+
+/// The windows on screen, read over a connection of its own: what tells a menu or a dialog that
+/// opened from text that merely changed.
+pub struct Windows {
+    conn: x11rb::rust_connection::RustConnection,
+    root: u32,
+}
+
+impl Windows {
+    pub fn open() -> Result<Windows, DisplayError> {
+        let display = std::env::var("DISPLAY")
+            .ok()
+            .filter(|d| !d.is_empty())
+            .ok_or(DisplayError::NoDisplay)?;
+        let (conn, n) = x11rb::connect(Some(&display)).map_err(|e| DisplayError::Unreachable {
+            display: display.clone(),
+            reason: e.to_string(),
+        })?;
+        let root = conn.setup().roots[n].root;
+        Ok(Windows { conn, root })
+    }
+
+    /// Every viewable top-level window, bottom to top.
+    pub fn list(&self) -> Result<Vec<Shown>, DisplayError> {
+        let req = |e: &dyn std::fmt::Display| DisplayError::Request {
+            display: std::env::var("DISPLAY").unwrap_or_default(),
+            reason: e.to_string(),
+        };
+        let tree = self
+            .conn
+            .query_tree(self.root)
+            .map_err(|e| req(&e))?
+            .reply()
+            .map_err(|e| req(&e))?;
+        // Send every request before reading a reply: one round trip, not two per window.
+        let mut cookies = Vec::with_capacity(tree.children.len());
+        for &w in &tree.children {
+            cookies.push((
+                w,
+                self.conn.get_window_attributes(w).map_err(|e| req(&e))?,
+                self.conn.get_geometry(w).map_err(|e| req(&e))?,
+            ));
+        }
+        let mut out = Vec::new();
+        for (id, attrs, geom) in cookies {
+            // A window can vanish between the two requests: then it is not shown.
+            let (Ok(a), Ok(g)) = (attrs.reply(), geom.reply()) else {
+                continue;
+            };
+            if a.map_state != x11rb::protocol::xproto::MapState::VIEWABLE {
+                continue;
+            }
+            out.push(Shown {
+                id,
+                popup: a.override_redirect,
+                x: g.x as i32,
+                y: g.y as i32,
+                w: g.width as u32,
+                h: g.height as u32,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Windows in `after` that `before` did not show, big enough to be a menu or a dialog rather
+/// than a tooltip or a cursor, in words ("a menu or popup at (120, 40), 200x300").
+pub fn opened(before: &[Shown], after: &[Shown]) -> Vec<String> {
+    after
+        .iter()
+        .filter(|w| w.w >= 40 && w.h >= 24 && !before.iter().any(|b| b.id == w.id))
+        .map(|w| {
+            format!(
+                "{} at ({}, {}), {}x{}",
+                if w.popup {
+                    "a menu or popup"
+                } else {
+                    "a new window"
+                },
+                w.x,
+                w.y,
+                w.w,
+                w.h
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_new_windows_big_enough_to_be_a_menu_or_dialog_opened() {
+        let w = |id, popup, w, h| Shown {
+            id,
+            popup,
+            x: 10,
+            y: 20,
+            w,
+            h,
+        };
+        let before = [w(1, false, 800, 600)];
+        let after = [
+            w(1, false, 800, 600),
+            w(2, true, 200, 300),
+            w(3, true, 30, 16),
+            w(4, false, 400, 200),
+        ];
+        assert_eq!(
+            opened(&before, &after),
+            [
+                "a menu or popup at (10, 20), 200x300",
+                "a new window at (10, 20), 400x200"
+            ]
+        );
+        assert!(
+            opened(&after, &before).is_empty(),
+            "a window closing opens nothing"
+        );
+    }
+}

@@ -1,33 +1,315 @@
-//! Finding text among the screen's targets the way a person reads it: labels compared with OCR slips tolerated, and whether a text is on screen at all (pure).
+//! Finding text among the screen's targets the way a person reads it: labels compared with OCR slips tolerated, and text found as a substring of lines read left to right across neighbouring targets, counted so that "it appeared" means more of it than before (pure).
+//!
+//! A person reading "echo hello from voxdesk" in a terminal does not care that OCR split the
+//! line at every monospace space, glued the text caret to the last word ("milk|") or read one
+//! letter wrong; they read the line. So text is looked for in *runs*: the targets of one visual
+//! line, left to right, joined while they are neighbours (a column gap starts a new run). Runs
+//! are compared in a canonical form: case, whitespace and easily dropped punctuation ignored,
+//! easily confused glyphs folded (0/o, 1/l/I/|, 5/s, 8/b, rn/m), and for longer text one slip
+//! per six letters allowed (never in a digit). Short text (four letters or fewer) must be whole words, so "Sav" is
+//! not found in "Saved" and "12" not in "120".
 
+use crate::geometry::Rect;
 use crate::perception::Target;
 
 /// Compare a label as spoken with a target's text, tolerating case and small OCR slips
 /// (0/O, 1/l/I, 5/S, 8/B, rn/m) — but never a different word.
 pub fn label_matches(want: &str, got: &str) -> bool {
-    fn canon(s: &str) -> String {
-        s.to_lowercase()
-            .replace("rn", "m")
-            .chars()
-            .filter(|c| !c.is_whitespace() && !matches!(c, '.' | ':' | '…'))
-            .map(|c| match c {
-                '0' => 'o',
-                '1' | 'i' | '|' | '!' => 'l',
-                '5' => 's',
-                '8' => 'b',
-                c => c,
-            })
-            .collect()
-    }
-    let (w, g) = (canon(want), canon(got));
-    !w.is_empty() && w == g
+    let (w, g) = (Canon::of(want), Canon::of(got));
+    !w.chars.is_empty() && w.chars == g.chars
 }
 
-/// Is `text` on screen? A target equal to it (OCR slips tolerated), or containing it as words.
+/// Neighbouring targets of one line, read left to right.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub text: String,
+    pub rect: Rect,
+}
+
+/// A gap wider than this many line heights between two targets of a line is a column gap
+/// (a menu item and its shortcut, two table columns), not a space between words.
+const COLUMN_GAP: f64 = 2.5;
+
+/// The screen's text as a person reads it: lines top to bottom, runs left to right.
+pub fn runs(targets: &[Target]) -> Vec<Run> {
+    let mut order: Vec<&Target> = targets
+        .iter()
+        .filter(|t| !t.text.trim().is_empty())
+        .collect();
+    order.sort_by_key(|t| (t.rect.y * 2 + t.rect.h, t.rect.x));
+    // Lines: a target joins the line whose band its vertical centre falls into.
+    let mut lines: Vec<(Rect, Vec<&Target>)> = Vec::new();
+    for t in order {
+        let cy = t.rect.y * 2 + t.rect.h;
+        let line = lines.iter_mut().find(|(band, _)| {
+            let same_height = t.rect.h * 2 >= band.h && band.h * 2 >= t.rect.h;
+            same_height && cy > band.y * 2 && cy < (band.y + band.h) * 2
+        });
+        match line {
+            Some((band, members)) => {
+                *band = band.union(&t.rect);
+                members.push(t);
+            }
+            None => lines.push((t.rect, vec![t])),
+        }
+    }
+    let mut out = Vec::new();
+    for (_, mut members) in lines {
+        members.sort_by_key(|t| t.rect.x);
+        let mut run: Option<Run> = None;
+        for t in members {
+            if let Some(r) = &mut run {
+                let gap = t.rect.x - (r.rect.x + r.rect.w);
+                let h = r.rect.h.min(t.rect.h).max(1) as f64;
+                if (gap as f64) <= COLUMN_GAP * h {
+                    r.text.push(' ');
+                    r.text.push_str(t.text.trim());
+                    r.rect = r.rect.union(&t.rect);
+                    continue;
+                }
+                out.push(run.take().expect("some"));
+            }
+            run = Some(Run {
+                text: t.text.trim().to_string(),
+                rect: t.rect,
+            });
+        }
+        out.extend(run);
+    }
+    out
+}
+
+/// Text in its canonical form, with where its words begin and end.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Canon {
+    chars: Vec<char>,
+    /// `starts[i]`: a word begins at `chars[i]`; `ends[i]`: one ends there.
+    starts: Vec<bool>,
+    ends: Vec<bool>,
+}
+
+impl Canon {
+    fn of(s: &str) -> Canon {
+        let mut c = Canon::default();
+        for word in s.split_whitespace() {
+            let folded: Vec<char> = word
+                .to_lowercase()
+                .replace("rn", "m")
+                .chars()
+                .filter(|c| {
+                    !matches!(
+                        c,
+                        '.' | ',' | ':' | ';' | '\'' | '"' | '`' | '…' | '‘' | '’' | '“' | '”'
+                    )
+                })
+                .map(|c| match c {
+                    '0' => 'o',
+                    '1' | 'i' | '|' | '!' => 'l',
+                    '5' => 's',
+                    '8' => 'b',
+                    '–' | '—' => '-',
+                    c => c,
+                })
+                .collect();
+            let n = folded.len();
+            for (i, ch) in folded.into_iter().enumerate() {
+                c.chars.push(ch);
+                c.starts.push(i == 0);
+                c.ends.push(i + 1 == n);
+            }
+        }
+        c
+    }
+
+    /// Slips allowed when looking for this text: none up to five letters, then one per six.
+    fn slips(&self) -> usize {
+        self.chars.len() / 6
+    }
+
+    /// Non-overlapping places `self` occurs in `hay`, left to right, as `[start, end)` spans.
+    fn find_in(&self, hay: &Canon) -> Vec<(usize, usize)> {
+        let m = self.chars.len();
+        if m == 0 {
+            return Vec::new();
+        }
+        let k = self.slips();
+        let whole_words = m <= 4;
+        let mut hits = Vec::new();
+        // Sellers' algorithm: edit distance of the want against any substring of the hay, each
+        // cell carrying where its match began.
+        let fresh = |at: usize| ((0..=m).collect::<Vec<usize>>(), vec![at; m + 1]);
+        let (mut prev, mut prev_s) = fresh(0);
+        let (mut cur, mut cur_s) = (vec![0; m + 1], vec![0; m + 1]);
+        for j in 0..hay.chars.len() {
+            cur[0] = 0;
+            cur_s[0] = j + 1;
+            // A digit is never a slip: "2023-04" is not "2024-03".
+            let cost = |c: char| if c.is_ascii_digit() { k + 1 } else { 1 };
+            for i in 1..=m {
+                let (w, h) = (self.chars[i - 1], hay.chars[j]);
+                let sub = prev[i - 1] + if w == h { 0 } else { cost(w).max(cost(h)) };
+                let skip_hay = prev[i] + cost(h);
+                let skip_want = cur[i - 1] + cost(w);
+                (cur[i], cur_s[i]) = if sub <= skip_hay && sub <= skip_want {
+                    (sub, prev_s[i - 1])
+                } else if skip_hay <= skip_want {
+                    (skip_hay, prev_s[i])
+                } else {
+                    (skip_want, cur_s[i - 1])
+                };
+            }
+            let (start, end) = (cur_s[m], j + 1);
+            let whole = !whole_words || (start < end && hay.starts[start] && hay.ends[end - 1]);
+            if cur[m] <= k && start < end && whole {
+                hits.push((start, end));
+                (prev, prev_s) = fresh(end);
+                continue;
+            }
+            std::mem::swap(&mut prev, &mut cur);
+            std::mem::swap(&mut prev_s, &mut cur_s);
+        }
+        hits
+    }
+}
+
+/// Where `text` is on screen: the runs it occurs in, once per occurrence. Occurrences inside
+/// an occurrence of a longer text of `besides` do not count (text the session typed itself,
+/// which contains what it now waits for).
+pub fn occurrences<'a>(text: &str, runs: &'a [Run], besides: &[String]) -> Vec<&'a Run> {
+    let want = Canon::of(text);
+    let besides: Vec<Canon> = besides
+        .iter()
+        .map(|b| Canon::of(b))
+        .filter(|b| b.chars.len() > want.chars.len())
+        .collect();
+    let mut out = Vec::new();
+    for r in runs {
+        let hay = Canon::of(&r.text);
+        let mut hits = want.find_in(&hay);
+        if !besides.is_empty() {
+            let spans: Vec<(usize, usize, usize)> = besides
+                .iter()
+                .flat_map(|b| b.find_in(&hay).into_iter().map(|(s, e)| (s, e, b.slips())))
+                .collect();
+            hits.retain(|&(s, e)| !spans.iter().any(|&(bs, be, k)| s + k >= bs && e <= be + k));
+        }
+        out.extend(hits.iter().map(|_| r));
+    }
+    out
+}
+
+/// Is `text` on screen at all?
 pub fn present(text: &str, targets: &[Target]) -> bool {
-    let want = text.to_lowercase();
-    targets.iter().any(|t| {
-        label_matches(text, &t.text)
-            || format!(" {} ", t.text.to_lowercase()).contains(&format!(" {want} "))
-    })
+    !occurrences(text, &runs(targets), &[]).is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(text: &str, x: i32, y: i32, w: i32) -> Target {
+        Target {
+            id: 0,
+            text: text.into(),
+            rect: Rect::new(x, y, w, 14),
+            conf: 0.9,
+            new: false,
+        }
+    }
+
+    fn count(want: &str, ts: &[Target]) -> usize {
+        occurrences(want, &runs(ts), &[]).len()
+    }
+
+    #[test]
+    fn a_monospace_line_split_at_its_spaces_is_read_as_one_line() {
+        // xterm: every word its own target, one 8 px space apart; a prompt before them.
+        let line = [
+            t("$", 2, 100, 8),
+            t("echo", 18, 101, 32),
+            t("hello", 58, 100, 40),
+            t("from", 106, 100, 32),
+            t("voxdesk", 146, 101, 56),
+        ];
+        let rs = runs(&line);
+        assert_eq!(rs.len(), 1);
+        assert_eq!(rs[0].text, "$ echo hello from voxdesk");
+        assert_eq!(count("echo hello from voxdesk", &line), 1);
+        // Monospace spacing: extra or missing spaces do not matter.
+        assert_eq!(count("echo  hello from  voxdesk", &line), 1);
+        assert_eq!(count("hello from voxdesk", &line), 1);
+    }
+
+    #[test]
+    fn a_column_gap_or_another_line_ends_a_run() {
+        let menu = [
+            t("Save", 10, 40, 32),
+            t("Ctrl+S", 200, 40, 48),
+            t("As", 10, 60, 16),
+        ];
+        let rs: Vec<String> = runs(&menu).into_iter().map(|r| r.text).collect();
+        assert_eq!(rs, ["Save", "Ctrl+S", "As"]);
+        assert_eq!(count("Save Ctrl+S", &menu), 0);
+        assert_eq!(count("Save As", &menu), 0, "two lines are not one phrase");
+    }
+
+    #[test]
+    fn table_of_slips_carets_and_words() {
+        let cases: &[(&str, &str, usize)] = &[
+            // The caret glued to the last letter, read as "|" or "l".
+            ("Buy milk", "Buy milk|", 1),
+            ("Buy milk", "Buy milkl", 1),
+            // One slip per six letters in longer text.
+            ("Ada Lovelace", "Ada Lovelaee", 1),
+            ("Ada Lovelace", "Ada Lcvelaee", 0),
+            ("Ada Lovelace", "Ava Lcvelaee", 0),
+            ("invoice_2024-03.pdf", "invoice_2024-03.pdf", 1),
+            ("invoice_2024-03.pdf", "invoice_2O24-O3.pdf", 1),
+            ("invoice_2024-03.pdf", "invoice_2024-04.pdf", 0),
+            ("invoice_2024-03.pdf", "inv0ice_2024-03.pdt", 1),
+            ("invoice_2024-03.pdf", "invoice_2023-04.pdf", 0),
+            // Short text must be whole words, with no slip.
+            ("12", "12", 1),
+            ("12", "120", 0),
+            ("Sav", "Saved to notes.txt", 0),
+            ("Save", "Saved", 0),
+            ("Saved", "Saved to notes.txt", 1),
+            ("File", "Fi1e", 1),
+            ("OK", "0K", 1),
+            // Repeated text is counted once per occurrence.
+            ("Buy milk", "Buy milkBuy milkBuy milk", 3),
+            ("hello", "hello hello", 2),
+        ];
+        for &(want, screen, n) in cases {
+            assert_eq!(
+                count(want, &[t(screen, 0, 0, 200)]),
+                n,
+                "{want:?} in {screen:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn text_the_session_typed_does_not_count_as_what_it_waits_for() {
+        let screen = [
+            t("$ echo hello from voxdesk", 0, 0, 200),
+            t("hello from voxdesk", 0, 20, 150),
+        ];
+        let rs = runs(&screen);
+        let typed = vec!["echo hello from voxdesk".to_string()];
+        assert_eq!(occurrences("hello from voxdesk", &rs, &[]).len(), 2);
+        let found = occurrences("hello from voxdesk", &rs, &typed);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].text, "hello from voxdesk");
+        assert!(occurrences("hello from voxdesk", &rs[..1], &typed).is_empty());
+    }
+
+    #[test]
+    fn labels_match_with_slips_but_not_other_words() {
+        assert!(label_matches("File", "Fi1e"));
+        assert!(label_matches("OK", "0K"));
+        assert!(label_matches("Save As", "Save  As"));
+        assert!(!label_matches("Save", "Saved"));
+        assert!(!label_matches("", ""));
+    }
 }
