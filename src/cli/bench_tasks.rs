@@ -176,15 +176,21 @@ fn start(t: &Task) -> Result<App> {
         .spawn()
         .with_context(|| format!("starting {} (cargo xtask deps installs it)", t.argv[0]))?);
     let t0 = Instant::now();
-    while windows(t.class).is_empty() {
+    let w = loop {
+        let up = windows(t.class)
+            .into_iter()
+            .find(|w| xdotool(&["getwindowname", w]).contains(t.ready));
+        if let Some(w) = up {
+            break w;
+        }
         anyhow::ensure!(
             t0.elapsed() < Duration::from_secs(30),
-            "the {} window never appeared",
-            t.class
+            "the {} window titled *{}* never appeared",
+            t.class,
+            t.ready
         );
         std::thread::sleep(Duration::from_millis(50));
-    }
-    let w = windows(t.class)[0].clone();
+    };
     if let Some((x, y, width, height)) = t.place {
         xdotool(&["windowsize", "--sync", &w, &width.to_string(), &height.to_string()]);
         xdotool(&["windowmove", "--sync", &w, &x.to_string(), &y.to_string()]);

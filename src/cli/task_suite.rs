@@ -36,6 +36,8 @@ pub struct Task {
     /// The app's command line and the environment it adds.
     pub argv: Vec<String>,
     pub env: Vec<(&'static str, String)>,
+    /// A part of the title of the app's window once it is up (the one to focus).
+    pub ready: &'static str,
     /// Where to put the window (x, y, w, h), for apps without a geometry flag (xdotool moves it).
     pub place: Option<(i32, i32, u32, u32)>,
     /// How long the app draws after its window maps (ms).
@@ -130,6 +132,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
                     "xterm-touch"
                 },
                 class: "XTerm",
+                ready: "bash",
                 argv: [
                     "xterm",
                     "-geometry",
@@ -159,6 +162,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
         "mousepad-save" => Task {
             name: "mousepad-save",
             class: "Mousepad",
+                ready: "note.txt",
             argv: vec!["mousepad".into(), s(&p.note)],
             env: gtk_env(dir)?,
             place: Some((100, 100, 900, 600)),
@@ -173,6 +177,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
             Task {
                 name: "chromium-form",
                 class: "Chromium",
+                ready: "Task form",
                 argv: vec![
                     "chromium".into(),
                     "--no-sandbox".into(),
@@ -208,6 +213,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
             Task {
                 name: "pcmanfm-open",
                 class: "Pcmanfm",
+                ready: "files",
                 argv: vec!["pcmanfm".into(), "--no-desktop".into(), s(&p.files)],
                 env,
                 place: Some((100, 100, 900, 600)),

@@ -67,7 +67,8 @@ fn titles(display: &str, class: &str) -> Vec<String> {
 
 /// Start the task's app, wait for its window, place and focus it; killed when the guard drops.
 /// Fails when the app reports a missing run-time resource (a package the xtask should install).
-fn start(display: &str, t: &Task) -> Guard {
+/// Returns the window too.
+fn start(display: &str, t: &Task) -> (Guard, String) {
     use std::io::{Read, Seek};
     let log = tempfile::tempfile().unwrap();
     let mut reader = log.try_clone().unwrap();
@@ -82,13 +83,19 @@ fn start(display: &str, t: &Task) -> Guard {
             .spawn()
             .unwrap_or_else(|e| panic!("{}: {e} (cargo xtask test installs it)", t.argv[0])),
     );
+    let mut found = None;
     assert!(
-        wait_for(Duration::from_secs(30), || !windows(display, t.class)
-            .is_empty()),
-        "the {} window never appeared",
-        t.class
+        wait_for(Duration::from_secs(30), || {
+            found = windows(display, t.class).into_iter().find(|w| {
+                xdotool(display, &["getwindowname", w]).contains(t.ready)
+            });
+            found.is_some()
+        }),
+        "the {} window titled *{}* never appeared",
+        t.class,
+        t.ready
     );
-    let w = windows(display, t.class)[0].clone();
+    let w = found.unwrap();
     if let Some((x, y, width, height)) = t.place {
         xdotool(
             display,
@@ -114,7 +121,7 @@ fn start(display: &str, t: &Task) -> Guard {
         t.argv[0],
         missing.join("\n")
     );
-    g
+    (g, w)
 }
 
 /// What voxdesk did, for the failure messages (never the judgement).
@@ -285,11 +292,7 @@ fn a_destructive_command_is_refused_and_nothing_is_typed() {
     let dir = workdir();
     let data = records("xterm-rm-refused");
     let t = task_suite::prepare("xterm-rm-refused", dir.path()).unwrap();
-    let w = {
-        let g = start(d, &t);
-        let w = windows(d, t.class)[0].clone();
-        (g, w)
-    };
+    let w = start(d, &t);
     let r = run(d, &t, &data);
     let story = r.story();
     assert!(
