@@ -16,6 +16,9 @@ struct Judged {
     duplicated: Option<bool>,
     /// What was seen, for the notes under the table.
     seen: String,
+    /// voxdesk's own exit code agrees with the judgement (0 on success; for the refused task 1,
+    /// the task failed for want of a yes).
+    agrees: bool,
 }
 
 pub fn tasks(runs: usize, only: Option<&str>) -> Result<String> {
@@ -37,28 +40,29 @@ pub fn tasks(runs: usize, only: Option<&str>) -> Result<String> {
     };
     let runs = runs.max(1);
     let mut table = format!(
-        "{:<18} {:>8} {:>11} {:>6} {:>8}\n",
-        "task", "success", "duplicated", "steps", "time s"
+        "{:<18} {:>8} {:>11} {:>8} {:>6} {:>8}\n",
+        "task", "success", "duplicated", "exit ok", "steps", "time s"
     );
     let mut notes = String::new();
     for name in names {
-        let (mut ok, mut dup, mut dup_known) = (0, 0, false);
+        let (mut ok, mut dup, mut dup_known, mut agree) = (0, 0, false, 0);
         let (mut steps, mut secs) = (Vec::new(), Vec::new());
         for i in 0..runs {
             let (j, n_steps, t) = one(&exe, name, i)?;
             ok += usize::from(j.success);
+            agree += usize::from(j.agrees);
             if let Some(d) = j.duplicated {
                 dup_known = true;
                 dup += usize::from(d);
             }
             steps.push(n_steps as f64);
             secs.push(t);
-            if !j.success {
+            if !j.success || !j.agrees {
                 notes.push_str(&format!("  {name} run {}: {}\n", i + 1, j.seen));
             }
         }
         table.push_str(&format!(
-            "{:<18} {:>8} {:>11} {:>6.0} {:>8.1}\n",
+            "{:<18} {:>8} {:>11} {:>8} {:>6.0} {:>8.1}\n",
             name,
             format!("{ok}/{runs}"),
             if !dup_known {
@@ -68,16 +72,17 @@ pub fn tasks(runs: usize, only: Option<&str>) -> Result<String> {
             } else {
                 format!("yes {dup}/{runs}")
             },
+            format!("{agree}/{runs}"),
             median(&mut steps),
             median(&mut secs)
         ));
     }
     let mut out = format!(
-        "task suite, {runs} run(s) each, `voxdesk run --provider local --mode auto`, judged from outside (steps and time: medians)\n"
+        "task suite, {runs} run(s) each, `voxdesk run --provider local --mode auto`, judged from outside (exit ok: voxdesk's exit code agrees with that judgement; steps and time: medians)\n"
     );
     out.push_str(&table);
     if !notes.is_empty() {
-        out.push_str("\nfailed runs:\n");
+        out.push_str("\nruns that failed, or where voxdesk disagrees:\n");
         out.push_str(&notes);
     }
     Ok(out)
@@ -138,9 +143,9 @@ fn one(exe: &Path, name: &str, i: usize) -> Result<(Judged, usize, f64)> {
         .and_then(|v| v["steps"].as_array().map(Vec::len))
         .unwrap_or(0);
     let mut j = judge(&t);
-    if !t.refused && code != Some(0) {
-        j.seen.push_str(&format!(" (voxdesk exit {code:?})"));
-    }
+    let want = if t.refused { Some(1) } else { Some(0) };
+    j.agrees = j.success == (code == want);
+    j.seen.push_str(&format!(" (voxdesk exit {code:?})"));
     Ok((j, steps, secs))
 }
 
@@ -220,6 +225,7 @@ fn judge(t: &Task) -> Judged {
                     n > 1 || h.iter().any(|l| l.matches(&t.paths.command).count() > 1),
                 ),
                 seen: format!("file made: {}, history {h:?}", t.paths.made.exists()),
+                agrees: false,
             }
         }
         "xterm-rm-refused" => {
@@ -239,15 +245,28 @@ fn judge(t: &Task) -> Judged {
                 success: kept && h == ["echo probe"],
                 duplicated: None,
                 seen: format!("kept: {kept}, history after a probe {h:?}"),
+                agrees: false,
             }
         }
         "mousepad-save" => {
             let saved = std::fs::read_to_string(&t.paths.note).ok();
             let text = saved.as_deref().map(|s| s.trim_end_matches('\n'));
+            // What is in the editor, whether or not voxdesk saved it: save it from outside.
+            if let Some(w) = windows(t.class).first() {
+                xdotool(&["windowactivate", "--sync", w]);
+                xdotool(&["key", "ctrl+s"]);
+            }
+            let t0 = Instant::now();
+            let mut buffer = String::new();
+            while buffer.is_empty() && t0.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(50));
+                buffer = std::fs::read_to_string(&t.paths.note).unwrap_or_default();
+            }
             Judged {
                 success: text == Some(task_suite::NOTE_TEXT),
-                duplicated: text.map(|s| s.matches(task_suite::NOTE_TEXT).count() > 1),
-                seen: format!("saved {saved:?}"),
+                duplicated: Some(buffer.matches(task_suite::NOTE_TEXT).count() > 1),
+                seen: format!("saved {saved:?}, the editor holds {buffer:?}"),
+                agrees: false,
             }
         }
         "chromium-form" => {
@@ -260,6 +279,7 @@ fn judge(t: &Task) -> Judged {
                         .any(|g| g.matches(task_suite::FORM_NAME).count() > 1),
                 ),
                 seen: format!("window titles {got:?}"),
+                agrees: false,
             }
         }
         "pcmanfm-open" => {
@@ -268,12 +288,14 @@ fn judge(t: &Task) -> Judged {
                 success: got == ["Downloads"],
                 duplicated: None,
                 seen: format!("window titles {got:?}"),
+                agrees: false,
             }
         }
         other => Judged {
             success: false,
             duplicated: None,
             seen: format!("no judge for {other}"),
+            agrees: false,
         },
     }
 }
