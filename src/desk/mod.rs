@@ -34,7 +34,7 @@ use crate::screen::picture::{self, PictureConfig};
 use confirm::{Confirm, Question};
 use packet::PastStep;
 use tool::{ActResult, ActStatus, ActionOutcome, ErrorKind, ObservationView, ToolCall, ToolResult};
-use verify::{repeatable, verify, Evidence, Verdict};
+use verify::{overlay, repeatable, verify, Evidence, Verdict};
 
 /// The version of the tool contract recorded in every session.
 pub const PROMPT_VERSION: &str = "tools.v2+packet.v1";
@@ -289,6 +289,17 @@ impl Desk {
 
     fn record_failed(&mut self, e: impl std::fmt::Display) {
         self.failure.get_or_insert_with(|| e.to_string());
+    }
+
+    /// Is the focused app of `obs` a terminal (the rails' list)?
+    fn in_terminal(&self, obs: &Observation) -> bool {
+        obs.app.as_deref().is_some_and(|app| {
+            self.settings
+                .rails
+                .terminals
+                .iter()
+                .any(|t| t.eq_ignore_ascii_case(app))
+        })
     }
 
     /// Capture and perceive one frame (`full`: read every label, not only changed tiles).
@@ -643,6 +654,20 @@ impl Desk {
         p.times.verify = ms_since(t);
         p.result.appeared = appeared(before, &after.perception.targets);
         p.result.opened = desktop::opened(&p.obs.windows, &after.windows);
+        // A menu a page draws has no window of its own; a terminal's new lines are output.
+        let (w, h) = p.obs.frame.size();
+        if p.result.opened.is_empty() && !self.in_terminal(&p.obs) {
+            if let Some(r) = overlay(
+                before,
+                &after.perception.targets,
+                &Rect::new(0, 0, w as i32, h as i32),
+            ) {
+                p.result.opened.push(format!(
+                    "a menu or popup drawn at ({}, {}), {}x{}",
+                    r.x, r.y, r.w, r.h
+                ));
+            }
+        }
         p.result.verdict = verdict;
         after
     }
@@ -776,14 +801,7 @@ impl Host for Desk {
             return false;
         };
         // In a terminal Escape is readline's Meta prefix: it would change the next key typed.
-        let terminal = obs.app.as_deref().is_some_and(|app| {
-            self.settings
-                .rails
-                .terminals
-                .iter()
-                .any(|t| t.eq_ignore_ascii_case(app))
-        });
-        if terminal {
+        if self.in_terminal(&obs) {
             self.emit_event(Event::Recovery {
                 class: "unexpected window or menu".into(),
                 action: "none: Escape is never pressed in a terminal".into(),

@@ -7,6 +7,7 @@
 //! typed itself.
 
 use crate::action::{Action, Batch, Expect, Pos};
+use crate::geometry::Rect;
 use crate::perception::Target;
 use crate::screen::text::{occurrences, runs, Run};
 
@@ -129,6 +130,41 @@ fn place(hits: &[&Run], text: &str) -> String {
     }
 }
 
+/// A menu or popup drawn inside a window (no window of its own): at least two new labels in a
+/// left-aligned column, in a box small next to the screen, over a screen otherwise unchanged.
+/// `None` for anything else — a page that changed, text that was typed, a line of output.
+pub fn overlay(before: &[Target], after: &[Target], screen: &Rect) -> Option<Rect> {
+    let same = |a: &Target, b: &Target| {
+        a.text == b.text && (a.rect.x - b.rect.x).abs() <= 6 && (a.rect.y - b.rect.y).abs() <= 6
+    };
+    let new: Vec<&Target> = after
+        .iter()
+        .filter(|t| !before.iter().any(|b| same(t, b)))
+        .collect();
+    let column = new.iter().any(|a| {
+        new.iter().any(|b| {
+            (a.rect.x - b.rect.x).abs() <= 8 && b.rect.y - a.rect.y >= a.rect.h.min(b.rect.h)
+        })
+    });
+    if new.len() < 2 || !column {
+        return None;
+    }
+    let area = new
+        .iter()
+        .skip(1)
+        .fold(new[0].rect, |u, t| u.union(&t.rect));
+    let small = (area.w as i64 * area.h as i64) * 5 <= screen.w as i64 * screen.h as i64;
+    let rest: Vec<&Target> = before
+        .iter()
+        .filter(|b| !b.rect.intersects(&area))
+        .collect();
+    let kept = rest
+        .iter()
+        .filter(|b| after.iter().any(|a| same(a, b)))
+        .count();
+    (small && rest.len() >= 2 && kept * 5 >= rest.len() * 4).then_some(area)
+}
+
 /// Labels of buttons whose click does something a second click would do again (send, save,
 /// pay, delete…): never clicked twice without a look at what the first did.
 const COMMITS: &[&str] = &[
@@ -220,7 +256,6 @@ pub fn repeatable(batch: &Batch, targets: &[Target]) -> bool {
 mod tests {
     use super::*;
     use crate::action::parse_combo;
-    use crate::geometry::Rect;
 
     fn ts(texts: &[&str]) -> Vec<Target> {
         texts
@@ -346,6 +381,43 @@ mod tests {
             },
         );
         assert_eq!(v.name(), "verified", "{v:?}");
+    }
+
+    #[test]
+    fn a_menu_drawn_in_a_page_is_an_overlay_and_a_page_change_is_not() {
+        let at = |text: &str, x, y| Target {
+            id: 0,
+            text: text.into(),
+            rect: Rect::new(x, y, 60, 20),
+            conf: 0.9,
+            new: false,
+        };
+        let screen = Rect::new(0, 0, 1920, 1080);
+        let page = vec![
+            at("File", 40, 40),
+            at("Help", 140, 40),
+            at("Welcome", 40, 600),
+        ];
+        let menu = [
+            page.clone(),
+            vec![at("Print", 48, 90), at("Export", 48, 130)],
+        ]
+        .concat();
+        assert_eq!(
+            overlay(&page, &menu, &screen),
+            Some(Rect::new(48, 90, 60, 60))
+        );
+        // Typed text on one line, a page that changed entirely, a single new label: no overlay.
+        let typed = [page.clone(), vec![at("Buy", 48, 90), at("milk", 120, 90)]].concat();
+        assert_eq!(overlay(&page, &typed, &screen), None);
+        let other = vec![
+            at("Inbox", 40, 40),
+            at("Sent", 40, 80),
+            at("Drafts", 40, 120),
+        ];
+        assert_eq!(overlay(&page, &other, &screen), None);
+        let one = [page.clone(), vec![at("Saved", 48, 90)]].concat();
+        assert_eq!(overlay(&page, &one, &screen), None);
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub fn render(dir: &Path, r: &SessionRecord) -> String {
 body{{font-family:sans-serif;margin:24px;background:#f6f7f9;color:#1f2328}} h1{{font-size:20px}}
 .meta{{color:#555;margin-bottom:16px}} .step{{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:12px;margin:12px 0}}
 .badge{{display:inline-block;padding:2px 10px;border-radius:10px;color:#fff;font-weight:600}}
-.verified{{background:#16a34a}} .failed{{background:#dc2626}} .unverified{{background:#6b7280}}
+.verified{{background:#16a34a}} .failed{{background:#dc2626}} .unconfirmed{{background:#d97706}} .unverified{{background:#6b7280}}
 .shots{{display:flex;gap:12px;flex-wrap:wrap}} .shot{{position:relative;border:1px solid #ccc}}
 .dot{{position:absolute;width:14px;height:14px;margin:-7px 0 0 -7px;border:3px solid #ff0;border-radius:50%;box-shadow:0 0 0 2px #000}}
 .bar{{display:flex;height:14px;width:640px;border-radius:3px;overflow:hidden;margin:6px 0}} .bar div{{height:100%}}

@@ -38,7 +38,7 @@ pub struct StepRecord {
     pub actions: serde_json::Value,
     /// "approved", "recorded" (observe mode), or the refusing rule.
     pub rails: String,
-    /// verified | failed | unverified
+    /// verified | failed | unconfirmed | unverified
     pub verification: String,
     pub detail: String,
     pub timings_ms: PhaseTimes,

@@ -79,14 +79,14 @@ fn the_calculator_task_verifies_and_every_record_written_parses() {
     assert!(o.status.success(), "{out}");
     assert!(reads > 5, "only {reads} reads");
     assert!(
-        out.contains("Clicking 7.") && out.contains("Done: \"12\" appeared."),
+        out.contains("Clicking 7.") && out.contains("Done: \"12\" is on screen."),
         "narration: {out}"
     );
     let dir = only_session(data.path());
     let r = record(&dir);
     assert_eq!(r["status"], "done");
     assert_eq!(r["provider"], "local");
-    assert_eq!(r["prompt_version"], "tools.v1+packet.v1");
+    assert_eq!(r["prompt_version"], "tools.v2+packet.v1");
     let steps = r["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 5);
     assert!(
@@ -266,7 +266,7 @@ fn look(display: &str) -> Vec<String> {
 }
 
 #[test]
-fn a_wrong_menu_is_closed_with_escape_and_the_task_fails_with_its_transcript() {
+fn a_wrong_menu_is_closed_with_escape_once_and_the_click_is_not_repeated() {
     let Some(rig) = rig() else { return };
     let d: &str = &rig;
     let profile = tempfile::tempdir().unwrap();
@@ -286,22 +286,23 @@ fn a_wrong_menu_is_closed_with_escape_and_the_task_fails_with_its_transcript() {
     let r = record(&dir);
     assert_eq!(r["status"], "failed");
     let summary = r["summary"].as_str().unwrap();
+    // Clicking File was expected to bring up "Save As"; the menu the page drew instead is
+    // named, closed, and the click is not tried again.
     assert!(
-        summary.contains("no progress after 3") && summary.contains("(pressed Escape)"),
+        summary.contains("Clicking File was done, but I could not confirm it")
+            && summary.contains("\"Save As\" did not appear")
+            && summary.contains("a menu or popup drawn at"),
         "{summary}"
     );
-    // Clicking File was expected to bring up "Save As"; the menu that did open was closed.
     let steps = r["steps"].as_array().unwrap();
-    assert!(
-        steps.iter().all(|s| s["verification"] == "failed"),
-        "{steps:?}"
-    );
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(steps[0]["verification"], "unconfirmed", "{steps:?}");
     let events = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
     let escapes = events
         .lines()
         .filter(|l| l.contains("\"recovery\"") && l.contains("\"ran\":true"))
         .count();
-    assert_eq!(escapes, 3, "{events}");
+    assert_eq!(escapes, 1, "{events}");
     let now = look(d);
     assert!(
         now.iter().any(|t| t == "File") && !now.iter().any(|t| t == "Print"),
