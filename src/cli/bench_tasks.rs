@@ -48,7 +48,7 @@ pub fn tasks(runs: usize, only: Option<&str>) -> Result<String> {
         let (mut ok, mut dup, mut dup_known, mut agree) = (0, 0, false, 0);
         let (mut steps, mut secs) = (Vec::new(), Vec::new());
         for i in 0..runs {
-            let (j, n_steps, t) = one(&exe, name, i)?;
+            let (j, n_steps, t) = one(&exe, name)?;
             ok += usize::from(j.success);
             agree += usize::from(j.agrees);
             if let Some(d) = j.duplicated {
@@ -106,8 +106,8 @@ impl Drop for App {
 }
 
 /// One run: prepare, start the app, run voxdesk, judge. Returns the judgement, steps, seconds.
-fn one(exe: &Path, name: &str, i: usize) -> Result<(Judged, usize, f64)> {
-    let work = Work(task_suite::workdir(i)?);
+fn one(exe: &Path, name: &str) -> Result<(Judged, usize, f64)> {
+    let work = Work(task_suite::workdir()?);
     let t = task_suite::prepare(name, &work.0)?;
     let _app = start(&t)?;
     let data = work.0.join("data");

@@ -87,14 +87,20 @@ impl Paths {
     }
 }
 
-/// A fresh directory for one run of a task: a short path of plain letters and digits, since the
-/// xterm tasks type it and OCR reads it back (a random name like "vxtKNZwLr" reads as
-/// "yxtKNZuLr": no dictionary helps with it). Removing it is the caller's.
-pub fn workdir(run: usize) -> std::io::Result<PathBuf> {
-    let d = std::env::temp_dir().join(format!("task{}{run}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d)?;
-    Ok(d)
+/// A fresh directory for one run of a task: `/tmp/task1`, or the first free `/tmp/taskN`. Short
+/// plain letters and digits, since the xterm tasks type it and OCR reads it back (a random name
+/// like "vxtKNZwLr" reads as "yxtKNZuLr"), and the same path every run, so a run repeats the
+/// last one exactly (what OCR makes of a path depends on its digits). Removing it is the caller's.
+pub fn workdir() -> std::io::Result<PathBuf> {
+    for n in 1..1000 {
+        let d = std::env::temp_dir().join(format!("task{n}"));
+        match std::fs::create_dir(&d) {
+            Ok(()) => return Ok(d),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("no free /tmp/taskN directory"))
 }
 
 /// A HOME and XDG directories of the app's own inside `dir`, and GTK quiet without a D-Bus

@@ -36,8 +36,7 @@ impl Drop for Work {
     }
 }
 fn workdir() -> Work {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    Work(task_suite::workdir(N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)).unwrap())
+    Work(task_suite::workdir().unwrap())
 }
 
 fn xdotool(display: &str, args: &[&str]) -> String {
