@@ -26,6 +26,7 @@ use crate::perception::{engine, Perceiver, Perception, Target};
 use crate::record::events::{Bus, Event, JsonlSink, Sink, State};
 use crate::record::session::{PhaseTimes, Recorder, Status, StepRecord};
 use crate::safety::rails::{self, Checked, Decision, Refusal, Screen, Step};
+use crate::screen;
 use crate::screen::capture::{self, Capturer};
 use crate::screen::desktop::{self, Shown, Windows};
 use crate::screen::frame::Frame;
@@ -651,6 +652,29 @@ impl Desk {
                 after = again;
             }
         }
+        let typed = p
+            .batch
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::Type { .. }));
+        if all_ran && typed && matches!(verdict, Verdict::Unconfirmed(_)) {
+            // Look where the text went: the lines whose pixels changed, read whole, before
+            // and after (the targets can miss text glued to a caret or inside an input).
+            if let Some((b, a)) = self.reread(&p.obs, &after) {
+                let v = verify(
+                    expect,
+                    &Evidence {
+                        before: &b,
+                        after: &a,
+                        changed: true,
+                        typed: &self.typed,
+                    },
+                );
+                if let Verdict::Verified(why) = v {
+                    verdict = Verdict::Verified(format!("{why}, read where the screen changed"));
+                }
+            }
+        }
         p.times.verify = ms_since(t);
         p.result.appeared = appeared(before, &after.perception.targets);
         p.result.opened = desktop::opened(&p.obs.windows, &after.windows);
@@ -670,6 +694,49 @@ impl Desk {
         }
         p.result.verdict = verdict;
         after
+    }
+
+    /// The targets of `before` and `after` with each line whose pixels changed replaced by that
+    /// line read whole; `None` when nothing (or too much) changed to read it so.
+    fn reread(
+        &self,
+        before: &Observation,
+        after: &Observation,
+    ) -> Option<(Vec<Target>, Vec<Target>)> {
+        const LINE_GAP: u32 = 3;
+        const LINE_MAX_H: u32 = 64;
+        const MAX_LINES: usize = 6;
+        let bands = screen::frame::changed_bands(&before.frame, &after.frame, LINE_GAP, LINE_MAX_H);
+        if bands.is_empty() || bands.len() > MAX_LINES {
+            return None;
+        }
+        let (w, h) = after.frame.size();
+        let whole = Rect::new(0, 0, w as i32, h as i32);
+        let (mut b, mut a) = (
+            before.perception.targets.clone(),
+            after.perception.targets.clone(),
+        );
+        for band in bands {
+            let r = band.expand_within(1, &whole);
+            for (targets, o) in [(&mut b, before), (&mut a, after)] {
+                let text = self
+                    .perceiver
+                    .read_line(o.frame.image.as_raw(), w, h, r)
+                    .ok()?;
+                tracing::debug!("read where the screen changed, {r:?}: {text:?}");
+                targets.retain(|t| !r.contains(t.rect.centre()));
+                if !text.is_empty() {
+                    targets.push(Target {
+                        id: 0,
+                        text,
+                        rect: r,
+                        conf: 0.5,
+                        new: false,
+                    });
+                }
+            }
+        }
+        Some((b, a))
     }
 
     /// Apply the mode and, when needed, the person's yes. `Err(Ok(()))`: observe mode, record

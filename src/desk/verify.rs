@@ -123,9 +123,9 @@ pub fn verify(expect: &Expect, ev: &Evidence) -> Verdict {
 }
 
 /// ` (in "…")`: the line it was read in, when that says more than the text itself.
-fn place(hits: &[&Run], text: &str) -> String {
+fn place(hits: &[String], text: &str) -> String {
     match hits.last() {
-        Some(r) if r.text.trim() != text.trim() => format!(" (in {:?})", r.text),
+        Some(r) if r.trim() != text.trim() => format!(" (in {r:?})"),
         _ => String::new(),
     }
 }

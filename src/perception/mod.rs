@@ -163,6 +163,59 @@ impl Perceiver {
     }
 }
 
+impl Perceiver {
+    /// Read one region of a frame as a single line of text, whatever the label boxes found in
+    /// it: where typed text went, when the targets do not show it (text glued to a caret, a
+    /// value in an input). Every word is kept, doubtful ones too: the caller compares the line
+    /// with the text it expects, it does not take it as a label.
+    pub fn read_line(
+        &self,
+        rgba: &[u8],
+        width: u32,
+        height: u32,
+        rect: Rect,
+    ) -> Result<String, EngineError> {
+        let frame = Rect::new(0, 0, width as i32, height as i32);
+        if rgba.len() != width as usize * height as usize * 4 || !rect.intersects(&frame) {
+            return Err(EngineError::Image(format!(
+                "no region {rect:?} in a {width}x{height} frame"
+            )));
+        }
+        // Only the region's own pixels: a window border beside it is not a letter.
+        let r = rect.intersection(&frame);
+        let row = width as usize * 4;
+        let mut own = Vec::with_capacity(r.w as usize * r.h as usize * 4);
+        for y in r.y..r.bottom() {
+            let at = y as usize * row + r.x as usize * 4;
+            own.extend_from_slice(&rgba[at..at + r.w as usize * 4]);
+        }
+        let line = lines::LineBox {
+            rect: Rect::new(0, 0, r.w, r.h),
+            text_h: (r.h * 3 / 4).max(6),
+            glyph: None,
+        };
+        let strip = recognize::make_strip(&own, r.w as u32, r.h as u32, &line);
+        let g = &strip.gray;
+        if let Some(dir) = std::env::var_os("VOXDESK_DEBUG_DIR") {
+            // Developer aid: the exact image Tesseract reads.
+            static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let _ = g.save(
+                std::path::Path::new(&dir).join(format!("line-{n:04}-{}-{}.png", rect.x, rect.y)),
+            );
+        }
+        let words = self
+            .pool
+            .with(0, |e| e.read_gray(g.as_raw(), g.width(), g.height()))?;
+        Ok(words
+            .iter()
+            .filter(|w| !w.text.trim().is_empty())
+            .map(|w| w.text.trim())
+            .collect::<Vec<_>>()
+            .join(" "))
+    }
+}
+
 fn ms(a: Instant, b: Instant) -> f64 {
     (b - a).as_secs_f64() * 1000.0
 }

@@ -53,6 +53,61 @@ impl Frame {
     }
 }
 
+/// Where two frames of the same size differ, as horizontal bands one line of text high or less:
+/// rows that differ, grouped while they are at most `gap` rows apart, each with the columns that
+/// differ in it. Bands taller than `max_h` (a window that redrew) are left out. Empty when the
+/// sizes differ.
+pub fn changed_bands(a: &Frame, b: &Frame, gap: u32, max_h: u32) -> Vec<crate::geometry::Rect> {
+    use crate::geometry::Rect;
+    if a.size() != b.size() {
+        return Vec::new();
+    }
+    let (w, h) = a.size();
+    let row = w as usize * 4;
+    let (pa, pb) = (a.image.as_raw(), b.image.as_raw());
+    let mut out = Vec::new();
+    let mut band: Option<(u32, u32, usize, usize)> = None; // y0, y1 (last changed row), x0, x1
+    for y in 0..h {
+        let (ra, rb) = (
+            &pa[y as usize * row..(y as usize + 1) * row],
+            &pb[y as usize * row..(y as usize + 1) * row],
+        );
+        let changed = ra
+            .chunks_exact(4)
+            .zip(rb.chunks_exact(4))
+            .enumerate()
+            .filter(|(_, (p, q))| p[..3] != q[..3])
+            .map(|(x, _)| x);
+        let (mut x0, mut x1) = (usize::MAX, 0);
+        for x in changed {
+            x0 = x0.min(x);
+            x1 = x;
+        }
+        if x0 != usize::MAX {
+            band = Some(match band {
+                Some((y0, y1, bx0, bx1)) if y - y1 <= gap => (y0, y, bx0.min(x0), bx1.max(x1)),
+                Some(done) => {
+                    out.push(done);
+                    (y, y, x0, x1)
+                }
+                None => (y, y, x0, x1),
+            });
+        }
+    }
+    out.extend(band);
+    out.into_iter()
+        .filter(|(y0, y1, _, _)| y1 - y0 < max_h)
+        .map(|(y0, y1, x0, x1)| {
+            Rect::new(
+                x0 as i32,
+                y0 as i32,
+                (x1 - x0 + 1) as i32,
+                (y1 - y0 + 1) as i32,
+            )
+        })
+        .collect()
+}
+
 /// Largest image side voxdesk accepts (an 8K monitor is 7680; a 30000 px "screenshot" is not one).
 pub const MAX_SIDE: u32 = 16384;
 
@@ -146,6 +201,29 @@ pub fn load_image(path: &Path) -> Result<RgbaImage, LoadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changed_bands_are_lines_of_changed_pixels() {
+        use crate::geometry::Rect;
+        let blank = Frame::from_image(RgbaImage::from_pixel(200, 100, image::Rgba([255; 4])));
+        let mut b = blank.clone();
+        let mut ink = |x0: u32, y0: u32, w: u32, h: u32| {
+            for y in y0..y0 + h {
+                for x in x0..x0 + w {
+                    b.image.put_pixel(x, y, image::Rgba([0, 0, 0, 255]));
+                }
+            }
+        };
+        ink(10, 10, 30, 12); // typed text
+        ink(45, 12, 2, 8); // the caret beside it, the same line
+        ink(100, 60, 20, 10); // another line
+        ink(0, 80, 200, 20); // something tall redrew: not a line
+        assert_eq!(
+            changed_bands(&blank, &b, 2, 16),
+            [Rect::new(10, 10, 37, 12), Rect::new(100, 60, 20, 10)]
+        );
+        assert!(changed_bands(&blank, &blank, 2, 16).is_empty());
+    }
 
     fn crc32(data: &[u8]) -> u32 {
         let mut c = 0xFFFF_FFFFu32;

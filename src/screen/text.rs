@@ -24,6 +24,9 @@ pub fn label_matches(want: &str, got: &str) -> bool {
 pub struct Run {
     pub text: String,
     pub rect: Rect,
+    /// The run that continues this one on the next line: a name wrapped under an icon, drawn
+    /// centred ("invoice_2024-" over "03.pdf").
+    pub wraps_to: Option<usize>,
 }
 
 /// A gap wider than this many line heights between two targets of a line is a column gap
@@ -72,11 +75,30 @@ pub fn runs(targets: &[Target]) -> Vec<Run> {
             run = Some(Run {
                 text: t.text.trim().to_string(),
                 rect: t.rect,
+                wraps_to: None,
             });
         }
         out.extend(run);
     }
+    for i in 0..out.len() {
+        out[i].wraps_to = (0..out.len()).find(|&j| wraps(&out[i].rect, &out[j].rect));
+    }
     out
+}
+
+/// Is `b` the next line of a label centred under `a` (an icon's name wrapped)? The same text
+/// height, right below, narrower and indented equally on both sides — not a left-aligned list,
+/// where the next line is the next item.
+fn wraps(a: &Rect, b: &Rect) -> bool {
+    let h = a.h.max(1) as f64;
+    let same_height = (b.h as f64) >= 0.75 * h && (b.h as f64) <= 1.33 * h;
+    let gap = (b.y - a.bottom()) as f64;
+    let (left, right) = ((b.x - a.x) as f64, (a.right() - b.right()) as f64);
+    same_height
+        && (-0.4 * h..=0.6 * h).contains(&gap)
+        && left >= 0.3 * h
+        && right >= 0.3 * h
+        && (left - right).abs() <= (0.5 * h).max(0.15 * a.w as f64)
 }
 
 /// Text in its canonical form, with where its words begin and end.
@@ -172,10 +194,11 @@ impl Canon {
     }
 }
 
-/// Where `text` is on screen: the runs it occurs in, once per occurrence. Occurrences inside
+/// Where `text` is on screen: the text of the run it occurs in (the lines of a wrapped label,
+/// joined by " / "), once per occurrence. Occurrences inside
 /// an occurrence of a longer text of `besides` do not count (text the session typed itself,
 /// which contains what it now waits for).
-pub fn occurrences<'a>(text: &str, runs: &'a [Run], besides: &[String]) -> Vec<&'a Run> {
+pub fn occurrences(text: &str, runs: &[Run], besides: &[String]) -> Vec<String> {
     let want = Canon::of(text);
     let besides: Vec<Canon> = besides
         .iter()
@@ -183,9 +206,33 @@ pub fn occurrences<'a>(text: &str, runs: &'a [Run], besides: &[String]) -> Vec<&
         .filter(|b| b.chars.len() > want.chars.len())
         .collect();
     let mut out = Vec::new();
-    for r in runs {
-        let hay = Canon::of(&r.text);
+    let continued: Vec<bool> = (0..runs.len())
+        .map(|i| runs.iter().any(|r| r.wraps_to == Some(i)))
+        .collect();
+    for (i, r) in runs.iter().enumerate() {
+        let mut hay = Canon::of(&r.text);
         let mut hits = want.find_in(&hay);
+        // A wrapped label read across its lines: only what crosses a line end is new here.
+        let mut ends = Vec::new();
+        let mut read = r.text.clone();
+        let mut next = r.wraps_to;
+        while let (Some(j), false, true) = (next, continued[i], ends.len() < 2) {
+            ends.push(hay.chars.len());
+            read = format!("{read} / {}", runs[j].text);
+            let more = Canon::of(&runs[j].text);
+            hay.chars.extend(more.chars);
+            hay.starts.extend(more.starts);
+            hay.ends.extend(more.ends);
+            next = runs[j].wraps_to;
+        }
+        if !ends.is_empty() {
+            hits = want
+                .find_in(&hay)
+                .into_iter()
+                .filter(|&(s, e)| ends.iter().any(|&b| s < b && e > b))
+                .chain(hits)
+                .collect();
+        }
         if !besides.is_empty() {
             let spans: Vec<(usize, usize, usize)> = besides
                 .iter()
@@ -193,7 +240,14 @@ pub fn occurrences<'a>(text: &str, runs: &'a [Run], besides: &[String]) -> Vec<&
                 .collect();
             hits.retain(|&(s, e)| !spans.iter().any(|&(bs, be, k)| s + k >= bs && e <= be + k));
         }
-        out.extend(hits.iter().map(|_| r));
+        out.extend(hits.iter().map(|&(s, e)| {
+            // Where it was read: its line, or the lines of the wrapped label it crosses.
+            if ends.iter().any(|&b| s < b && e > b) {
+                read.clone()
+            } else {
+                r.text.clone()
+            }
+        }));
     }
     out
 }
@@ -300,8 +354,29 @@ mod tests {
         assert_eq!(occurrences("hello from voxdesk", &rs, &[]).len(), 2);
         let found = occurrences("hello from voxdesk", &rs, &typed);
         assert_eq!(found.len(), 1);
-        assert_eq!(found[0].text, "hello from voxdesk");
+        assert_eq!(found[0], "hello from voxdesk");
         assert!(occurrences("hello from voxdesk", &rs[..1], &typed).is_empty());
+    }
+
+    #[test]
+    fn a_name_wrapped_under_an_icon_is_read_across_its_lines_and_a_list_is_not() {
+        // pcmanfm's icon view: the name centred under the icon, broken where it is too wide.
+        let icon = [t("invoice_2024-", 100, 200, 96), t("03.pdf", 121, 211, 48)];
+        let rs = runs(&icon);
+        assert_eq!(rs[0].wraps_to, Some(1));
+        assert_eq!(count("invoice_2024-03.pdf", &icon), 1);
+        assert_eq!(count("03.pdf", &icon), 1, "the part on one line, once");
+        // Three lines.
+        let long = [
+            t("quarterly_report_", 100, 200, 120),
+            t("final_version_", 110, 216, 100),
+            t("2.odt", 140, 232, 40),
+        ];
+        assert_eq!(count("quarterly_report_final_version_2.odt", &long), 1);
+        // A left-aligned menu: the next line is another item.
+        let menu = [t("Save", 10, 40, 32), t("As", 10, 56, 16)];
+        assert_eq!(runs(&menu)[0].wraps_to, None);
+        assert_eq!(count("Save As", &menu), 0);
     }
 
     #[test]
