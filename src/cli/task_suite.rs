@@ -209,13 +209,9 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
         "pcmanfm-open" => {
             std::fs::create_dir_all(p.files.join("Downloads"))?;
             std::fs::write(p.files.join("Downloads").join(INVOICE), b"%PDF-1.4\n")?;
+            // pcmanfm's own default, the icon view: the long name wraps under its icon
+            // ("invoice_202" / "4-03.pdf").
             let env = gtk_env(dir)?;
-            // The compact view (a small icon, the name beside it): in the icon view a long name
-            // wraps under its icon ("invoice_202" / "4-03.pdf", two labels) and the task waits
-            // for the whole name. (In the detailed list view the row's name is not read at all.)
-            let conf = dir.join("home/.config/pcmanfm/default");
-            std::fs::create_dir_all(&conf)?;
-            std::fs::write(conf.join("pcmanfm.conf"), "[ui]\nview_mode=compact\n")?;
             Task {
                 name: "pcmanfm-open",
                 class: "Pcmanfm",
