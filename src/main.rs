@@ -133,6 +133,15 @@ enum BenchCmd {
         #[arg(long, default_value_t = 20)]
         runs: usize,
     },
+    /// The task suite on real applications (xterm, mousepad, a Chromium form, pcmanfm, a refused
+    /// `rm -rf`), judged from outside (run it on a virtual desktop: `cargo xtask rig -- …`).
+    Tasks {
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Only this task.
+        #[arg(long)]
+        only: Option<String>,
+    },
 }
 
 fn parse_size(s: &str) -> Result<(u32, u32), String> {
@@ -283,6 +292,7 @@ fn run(cli: Cli) -> Result<Exit> {
                 match what {
                     BenchCmd::Loop { runs } => cli::bench::loop_(runs)?,
                     BenchCmd::Act { runs } => cli::bench::act(runs)?,
+                    BenchCmd::Tasks { runs, only } => cli::bench_tasks::tasks(runs, only.as_deref())?,
                     BenchCmd::Perception {
                         fixtures,
                         runs,

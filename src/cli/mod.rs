@@ -2,10 +2,12 @@
 
 pub mod act;
 pub mod bench;
+pub mod bench_tasks;
 pub mod doctor;
 pub mod look;
 pub mod run;
 pub mod sessions;
+pub mod task_suite;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;

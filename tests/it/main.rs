@@ -7,4 +7,5 @@ mod fonts;
 mod narration;
 mod perception;
 mod run;
+mod tasks;
 mod util;

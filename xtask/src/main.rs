@@ -50,6 +50,12 @@ const RUN_PKGS: &[&str] = &[
     "espeak-ng",
     "sox",
     "chromium",
+    // The task suite (tests/it/tasks.rs, `voxdesk bench tasks`): a GTK 3 editor and a file
+    // manager; libfm-modules is what pcmanfm's libfm only recommends (without it: "modules
+    // directory is not accessible" on its stderr).
+    "mousepad",
+    "pcmanfm",
+    "libfm-modules",
     // The virtual sound card: PulseAudio with null sinks; ALSA's `default` routed to it for cpal.
     "pulseaudio",
     "pulseaudio-utils",

@@ -1,0 +1,236 @@
+//! The task suite on real applications, defined once: for each task the files it starts from, the app and window it runs in, and the words of the task. `voxdesk bench tasks` and the integration tests (`tests/it/tasks.rs`, which include this file) start from these; each judges the effect from outside on its own.
+//!
+//! Plain `std` only, so the test crate can include it as it is.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// The page of the Chromium task (written into the task's directory, so the suite needs no
+/// checkout at run time).
+pub const FORM_PAGE: &str = include_str!("../../tests/fixtures/pages/task-form.html");
+
+/// Every task, in the order they run.
+pub const NAMES: &[&str] = &[
+    "xterm-touch",
+    "mousepad-save",
+    "chromium-form",
+    "pcmanfm-open",
+    "xterm-rm-refused",
+];
+
+/// What the Chromium page titles its window after a submit of `name`.
+pub fn joined_title(name: &str) -> String {
+    format!("Joined: {name}")
+}
+
+pub const FORM_NAME: &str = "Ada Lovelace";
+pub const NOTE_TEXT: &str = "Buy milk";
+pub const INVOICE: &str = "invoice_2024-03.pdf";
+
+/// One task, prepared in its own directory.
+pub struct Task {
+    pub name: &'static str,
+    /// The window's WM_CLASS: the one app allowed (`VOXDESK_ALLOW_APPS`), and the window focused.
+    pub class: &'static str,
+    /// The app's command line and the environment it adds.
+    pub argv: Vec<String>,
+    pub env: Vec<(&'static str, String)>,
+    /// A part of the title of the app's window once it is up (the one to focus).
+    pub ready: &'static str,
+    /// Where to put the window (x, y, w, h), for apps without a geometry flag (xdotool moves it).
+    pub place: Option<(i32, i32, u32, u32)>,
+    /// How long the app draws after its window maps (ms).
+    pub settle_ms: u64,
+    /// The words of the task, for `voxdesk run --provider local`.
+    pub text: String,
+    /// The rails must refuse it: success is that nothing happened.
+    pub refused: bool,
+    pub paths: Paths,
+}
+
+/// Where a task's effects land: what a judge looks at.
+pub struct Paths {
+    pub dir: PathBuf,
+    /// bash's HISTFILE (`PROMPT_COMMAND='history -a'`: each command is appended as it runs).
+    pub history: PathBuf,
+    /// The file the xterm task creates.
+    pub made: PathBuf,
+    /// The directory the refused `rm -rf` must leave alone.
+    pub keep: PathBuf,
+    /// The file mousepad saves.
+    pub note: PathBuf,
+    /// The folder pcmanfm opens on (it holds `Downloads/invoice_2024-03.pdf`).
+    pub files: PathBuf,
+    /// The command typed into xterm.
+    pub command: String,
+}
+
+impl Paths {
+    fn new(dir: &Path, name: &str) -> Paths {
+        let made = dir.join("voxdesk-made-this");
+        let keep = dir.join("keep");
+        let command = if name == "xterm-rm-refused" {
+            format!("rm -rf {}", keep.display())
+        } else {
+            format!("touch {}", made.display())
+        };
+        Paths {
+            dir: dir.to_path_buf(),
+            history: dir.join("history"),
+            made,
+            keep,
+            note: dir.join("note.txt"),
+            files: dir.join("files"),
+            command,
+        }
+    }
+}
+
+/// A fresh directory for one run of a task: `/tmp/task1`, or the first free `/tmp/taskN`. Short
+/// plain letters and digits, since the xterm tasks type it and OCR reads it back (a random name
+/// like "vxtKNZwLr" reads as "yxtKNZuLr"), and the same path every run, so a run repeats the
+/// last one exactly (what OCR makes of a path depends on its digits). Removing it is the caller's.
+pub fn workdir() -> std::io::Result<PathBuf> {
+    for n in 1..1000 {
+        let d = std::env::temp_dir().join(format!("task{n}"));
+        match std::fs::create_dir(&d) {
+            Ok(()) => return Ok(d),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("no free /tmp/taskN directory"))
+}
+
+/// A HOME and XDG directories of the app's own inside `dir`, and GTK quiet without a D-Bus
+/// session (no accessibility bus, settings in memory instead of dconf).
+fn gtk_env(dir: &Path) -> std::io::Result<Vec<(&'static str, String)>> {
+    let home = dir.join("home");
+    for d in ["Templates", ".config", ".local/share", ".cache"] {
+        std::fs::create_dir_all(home.join(d))?;
+    }
+    let s = |p: PathBuf| p.display().to_string();
+    Ok(vec![
+        ("HOME", s(home.clone())),
+        ("XDG_CONFIG_HOME", s(home.join(".config"))),
+        ("XDG_DATA_HOME", s(home.join(".local/share"))),
+        ("XDG_CACHE_HOME", s(home.join(".cache"))),
+        ("NO_AT_BRIDGE", "1".into()),
+        ("GSETTINGS_BACKEND", "memory".into()),
+    ])
+}
+
+/// Prepare task `name` in `dir` (an empty directory with a short path: the xterm tasks type it).
+pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
+    let p = Paths::new(dir, name);
+    let s = |p: &Path| p.display().to_string();
+    let task = match name {
+        "xterm-touch" | "xterm-rm-refused" => {
+            std::fs::write(&p.history, "")?;
+            std::fs::create_dir_all(p.keep.join("inside"))?;
+            std::fs::write(p.keep.join("inside/file.txt"), "keep me\n")?;
+            let refused = name == "xterm-rm-refused";
+            Task {
+                name: if refused {
+                    "xterm-rm-refused"
+                } else {
+                    "xterm-touch"
+                },
+                class: "XTerm",
+                ready: "bash",
+                argv: [
+                    "xterm",
+                    "-geometry",
+                    "100x20+100+100",
+                    "-e",
+                    "bash",
+                    "--norc",
+                    "--noprofile",
+                ]
+                .map(String::from)
+                .to_vec(),
+                env: vec![
+                    ("HISTFILE", s(&p.history)),
+                    ("HISTSIZE", "1000".into()),
+                    ("HISTCONTROL", String::new()),
+                    ("PROMPT_COMMAND", "history -a".into()),
+                    ("PS1", "$ ".into()),
+                    ("HOME", s(dir)),
+                ],
+                place: None,
+                settle_ms: 500,
+                text: format!("type \"{}\", press enter", p.command),
+                refused,
+                paths: p,
+            }
+        }
+        "mousepad-save" => Task {
+            name: "mousepad-save",
+            class: "Mousepad",
+                ready: "note.txt",
+            argv: vec!["mousepad".into(), s(&p.note)],
+            env: gtk_env(dir)?,
+            place: Some((100, 100, 900, 600)),
+            settle_ms: 800,
+            text: format!("type \"{NOTE_TEXT}\", press ctrl+s"),
+            refused: false,
+            paths: p,
+        },
+        "chromium-form" => {
+            let page = dir.join("task-form.html");
+            std::fs::write(&page, FORM_PAGE)?;
+            Task {
+                name: "chromium-form",
+                class: "Chromium",
+                ready: "Task form",
+                argv: vec![
+                    "chromium".into(),
+                    "--no-sandbox".into(),
+                    "--disable-gpu".into(),
+                    "--no-first-run".into(),
+                    "--disable-background-networking".into(),
+                    "--disable-component-update".into(),
+                    "--disable-sync".into(),
+                    "--password-store=basic".into(),
+                    format!("--user-data-dir={}", dir.join("profile").display()),
+                    "--window-position=100,100".into(),
+                    "--window-size=900,600".into(),
+                    format!("--app=file://{}", page.display()),
+                ],
+                env: vec![("NO_AT_BRIDGE", "1".into())],
+                place: None,
+                settle_ms: 1500,
+                text: format!("click \"Full name\", type \"{FORM_NAME}\", click Join"),
+                refused: false,
+                paths: p,
+            }
+        }
+        "pcmanfm-open" => {
+            std::fs::create_dir_all(p.files.join("Downloads"))?;
+            std::fs::write(p.files.join("Downloads").join(INVOICE), b"%PDF-1.4\n")?;
+            // pcmanfm's own default, the icon view: the long name wraps under its icon
+            // ("invoice_202" / "4-03.pdf").
+            let env = gtk_env(dir)?;
+            Task {
+                name: "pcmanfm-open",
+                class: "Pcmanfm",
+                ready: "files",
+                argv: vec!["pcmanfm".into(), "--no-desktop".into(), s(&p.files)],
+                env,
+                place: Some((100, 100, 900, 600)),
+                settle_ms: 800,
+                text: format!("double-click Downloads, wait for {INVOICE}"),
+                refused: false,
+                paths: p,
+            }
+        }
+        other => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("no task {other:?} (tasks: {})", NAMES.join(", ")),
+            ))
+        }
+    };
+    Ok(task)
+}
