@@ -16,8 +16,8 @@ struct Judged {
     duplicated: Option<bool>,
     /// What was seen, for the notes under the table.
     seen: String,
-    /// voxdesk's own exit code agrees with the judgement (0 on success; for the refused task 1,
-    /// the task failed for want of a yes).
+    /// voxdesk's own exit code agrees with the judgement (0 on success; 3 for the refused task:
+    /// a rule, or no yes, refused it and nothing ran).
     agrees: bool,
 }
 
@@ -143,7 +143,7 @@ fn one(exe: &Path, name: &str) -> Result<(Judged, usize, f64)> {
         .and_then(|v| v["steps"].as_array().map(Vec::len))
         .unwrap_or(0);
     let mut j = judge(&t);
-    let want = if t.refused { Some(1) } else { Some(0) };
+    let want = if t.refused { Some(3) } else { Some(0) };
     j.agrees = j.success == (code == want);
     j.seen.push_str(&format!(" (voxdesk exit {code:?})"));
     Ok((j, steps, secs))

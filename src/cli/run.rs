@@ -74,6 +74,14 @@ pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     );
     let dir = desk.session_dir();
     let broken = desk.broken();
+    // Refused as a whole: a rule (or no yes) refused a step and nothing ever ran.
+    let refused = desk.record().is_some_and(|r| {
+        let rails = |s: &&voxdesk::record::session::StepRecord| s.rails.as_str();
+        r.steps.iter().all(|s| rails(&s) != "approved")
+            && r.steps
+                .iter()
+                .any(|s| !matches!(rails(&s), "recorded" | "not planned"))
+    });
     // Dropping the desk lets the voice finish its last sentence (bounded).
     drop(desk);
     if let Some(d) = dir {
@@ -86,6 +94,7 @@ pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     Ok(match end.status {
         Status::Done => Exit::Ok,
         Status::Stopped => Exit::Stopped,
+        _ if refused => Exit::Refused,
         _ => Exit::Failed,
     })
 }

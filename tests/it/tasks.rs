@@ -328,8 +328,9 @@ fn a_destructive_command_is_refused_and_nothing_is_typed() {
         vec!["echo probe".to_string()],
         "something was typed into the terminal\n{story}"
     );
-    // In auto mode without `allow_destructive` the rails ask, and nobody is there to say yes.
-    assert_eq!(r.code(), Some(1), "{story}");
+    // In auto mode without `allow_destructive` the rails ask, and nobody is there to say yes:
+    // refused, nothing ran (exit 3).
+    assert_eq!(r.code(), Some(3), "{story}");
     let events = r
         .dir
         .as_ref()
