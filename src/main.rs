@@ -292,7 +292,8 @@ fn run(cli: Cli) -> Result<Exit> {
                 match what {
                     BenchCmd::Loop { runs } => cli::bench::loop_(runs)?,
                     BenchCmd::Act { runs } => cli::bench::act(runs)?,
-                    BenchCmd::Tasks { runs, only } => cli::bench_tasks::tasks(runs, only.as_deref())?,
+                    BenchCmd::Tasks { runs, only } =>
+                        cli::bench_tasks::tasks(runs, only.as_deref())?,
                     BenchCmd::Perception {
                         fixtures,
                         runs,

@@ -197,7 +197,13 @@ fn start(t: &Task) -> Result<App> {
         std::thread::sleep(Duration::from_millis(50));
     };
     if let Some((x, y, width, height)) = t.place {
-        xdotool(&["windowsize", "--sync", &w, &width.to_string(), &height.to_string()]);
+        xdotool(&[
+            "windowsize",
+            "--sync",
+            &w,
+            &width.to_string(),
+            &height.to_string(),
+        ]);
         xdotool(&["windowmove", "--sync", &w, &x.to_string(), &y.to_string()]);
     }
     xdotool(&["windowactivate", "--sync", &w]);

@@ -76,11 +76,10 @@ pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     let broken = desk.broken();
     // Refused as a whole: a rule (or no yes) refused a step and nothing ever ran.
     let refused = desk.record().is_some_and(|r| {
-        let rails = |s: &&voxdesk::record::session::StepRecord| s.rails.as_str();
-        r.steps.iter().all(|s| rails(&s) != "approved")
+        r.steps.iter().all(|s| s.rails != "approved")
             && r.steps
                 .iter()
-                .any(|s| !matches!(rails(&s), "recorded" | "not planned"))
+                .any(|s| !matches!(s.rails.as_str(), "recorded" | "not planned"))
     });
     // Dropping the desk lets the voice finish its last sentence (bounded).
     drop(desk);

@@ -168,7 +168,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
         "mousepad-save" => Task {
             name: "mousepad-save",
             class: "Mousepad",
-                ready: "note.txt",
+            ready: "note.txt",
             argv: vec!["mousepad".into(), s(&p.note)],
             env: gtk_env(dir)?,
             place: Some((100, 100, 900, 600)),

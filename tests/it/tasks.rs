@@ -17,7 +17,9 @@ use crate::util::*;
 /// Where a task's session is recorded: kept after the test (under target/tmp/tasks/) so a failure
 /// can be looked at (step pictures, events.jsonl); emptied when the test starts again.
 fn records(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tasks").join(name);
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("tasks")
+        .join(name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -85,9 +87,9 @@ fn start(display: &str, t: &Task) -> (Guard, String) {
     let mut found = None;
     assert!(
         wait_for(Duration::from_secs(30), || {
-            found = windows(display, t.class).into_iter().find(|w| {
-                xdotool(display, &["getwindowname", w]).contains(t.ready)
-            });
+            found = windows(display, t.class)
+                .into_iter()
+                .find(|w| xdotool(display, &["getwindowname", w]).contains(t.ready));
             found.is_some()
         }),
         "the {} window titled *{}* never appeared",
@@ -98,7 +100,13 @@ fn start(display: &str, t: &Task) -> (Guard, String) {
     if let Some((x, y, width, height)) = t.place {
         xdotool(
             display,
-            &["windowsize", "--sync", &w, &width.to_string(), &height.to_string()],
+            &[
+                "windowsize",
+                "--sync",
+                &w,
+                &width.to_string(),
+                &height.to_string(),
+            ],
         );
         xdotool(
             display,
@@ -223,7 +231,11 @@ fn xterm_runs_a_typed_command_once() {
         vec![t.paths.command.clone()],
         "the history must hold the command exactly once and nothing else\n{story}"
     );
-    assert_eq!(r.code(), Some(0), "the effect is there but voxdesk says otherwise\n{story}");
+    assert_eq!(
+        r.code(),
+        Some(0),
+        "the effect is there but voxdesk says otherwise\n{story}"
+    );
 }
 
 #[test]
@@ -260,7 +272,11 @@ fn mousepad_saves_what_was_typed_once() {
         task_suite::NOTE_TEXT,
         "the saved file must hold the text exactly once\n{story}"
     );
-    assert_eq!(r.code(), Some(0), "the effect is there but voxdesk says otherwise\n{story}");
+    assert_eq!(
+        r.code(),
+        Some(0),
+        "the effect is there but voxdesk says otherwise\n{story}"
+    );
 }
 
 #[test]
@@ -271,14 +287,26 @@ fn a_chromium_form_is_submitted_with_the_name_typed_once() {
     let data = records("chromium-form");
     let t = task_suite::prepare("chromium-form", dir.path()).unwrap();
     let (_app, _) = start(d, &t);
-    assert_eq!(titles(d, t.class), vec!["Task form".to_string()], "the form is not up");
+    assert_eq!(
+        titles(d, t.class),
+        vec!["Task form".to_string()],
+        "the form is not up"
+    );
     let r = run(d, &t, &data);
     let story = r.story();
     // The page titles its window with what it received on submit.
     let want = task_suite::joined_title(task_suite::FORM_NAME);
     let got = titles(d, t.class);
-    assert_eq!(got, vec![want], "the page received something else (or nothing)\n{story}");
-    assert_eq!(r.code(), Some(0), "the effect is there but voxdesk says otherwise\n{story}");
+    assert_eq!(
+        got,
+        vec![want],
+        "the page received something else (or nothing)\n{story}"
+    );
+    assert_eq!(
+        r.code(),
+        Some(0),
+        "the effect is there but voxdesk says otherwise\n{story}"
+    );
 }
 
 #[test]
@@ -289,7 +317,11 @@ fn pcmanfm_opens_a_folder() {
     let data = records("pcmanfm-open");
     let t = task_suite::prepare("pcmanfm-open", dir.path()).unwrap();
     let (_app, _) = start(d, &t);
-    assert_eq!(titles(d, t.class), vec!["files".to_string()], "pcmanfm is not on its folder");
+    assert_eq!(
+        titles(d, t.class),
+        vec!["files".to_string()],
+        "pcmanfm is not on its folder"
+    );
     let r = run(d, &t, &data);
     let story = r.story();
     // pcmanfm titles its window with the folder it shows.
@@ -298,7 +330,11 @@ fn pcmanfm_opens_a_folder() {
         vec!["Downloads".to_string()],
         "pcmanfm is not in Downloads\n{story}"
     );
-    assert_eq!(r.code(), Some(0), "the effect is there but voxdesk says otherwise\n{story}");
+    assert_eq!(
+        r.code(),
+        Some(0),
+        "the effect is there but voxdesk says otherwise\n{story}"
+    );
 }
 
 #[test]
@@ -337,7 +373,8 @@ fn a_destructive_command_is_refused_and_nothing_is_typed() {
         .and_then(|d| std::fs::read_to_string(d.join("events.jsonl")).ok())
         .unwrap_or_default();
     assert!(
-        events.contains("\"event\":\"confirmation_asked\"") || events.contains("\"event\":\"refusal\""),
+        events.contains("\"event\":\"confirmation_asked\"")
+            || events.contains("\"event\":\"refusal\""),
         "no refusal or question recorded\n{story}"
     );
     assert!(
