@@ -13,6 +13,7 @@ pub const FORM_PAGE: &str = include_str!("../../tests/fixtures/pages/task-form.h
 /// Every task, in the order they run.
 pub const NAMES: &[&str] = &[
     "xterm-touch",
+    "xterm-echo-wait",
     "mousepad-save",
     "chromium-form",
     "pcmanfm-open",
@@ -27,6 +28,8 @@ pub fn joined_title(name: &str) -> String {
 pub const FORM_NAME: &str = "Ada Lovelace";
 pub const NOTE_TEXT: &str = "Buy milk";
 pub const INVOICE: &str = "invoice_2024-03.pdf";
+/// What the xterm task waits for: the output of the command it typed, which also contains it.
+pub const ECHOED: &str = "hello from voxdesk";
 
 /// One task, prepared in its own directory.
 pub struct Task {
@@ -72,6 +75,8 @@ impl Paths {
         let keep = dir.join("keep");
         let command = if name == "xterm-rm-refused" {
             format!("rm -rf {}", keep.display())
+        } else if name == "xterm-echo-wait" {
+            format!("echo {ECHOED}")
         } else {
             format!("touch {}", made.display())
         };
@@ -126,16 +131,22 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
     let p = Paths::new(dir, name);
     let s = |p: &Path| p.display().to_string();
     let task = match name {
-        "xterm-touch" | "xterm-rm-refused" => {
+        "xterm-touch" | "xterm-echo-wait" | "xterm-rm-refused" => {
             std::fs::write(&p.history, "")?;
             std::fs::create_dir_all(p.keep.join("inside"))?;
             std::fs::write(p.keep.join("inside/file.txt"), "keep me\n")?;
             let refused = name == "xterm-rm-refused";
+            // Waiting for the output, not for the command line that echoes it as it is typed.
+            let text = if name == "xterm-echo-wait" {
+                format!("type \"{}\", press enter, wait for \"{ECHOED}\"", p.command)
+            } else {
+                format!("type \"{}\", press enter", p.command)
+            };
             Task {
-                name: if refused {
-                    "xterm-rm-refused"
-                } else {
-                    "xterm-touch"
+                name: match name {
+                    "xterm-rm-refused" => "xterm-rm-refused",
+                    "xterm-echo-wait" => "xterm-echo-wait",
+                    _ => "xterm-touch",
                 },
                 class: "XTerm",
                 ready: "bash",
@@ -160,7 +171,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
                 ],
                 place: None,
                 settle_ms: 500,
-                text: format!("type \"{}\", press enter", p.command),
+                text,
                 refused,
                 paths: p,
             }

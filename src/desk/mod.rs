@@ -46,6 +46,9 @@ const SETTLE_AT_MOST: Duration = Duration::from_millis(2500);
 /// A batch that changed the screen but was not confirmed is looked at once more after this
 /// pause (an app still drawing, a terminal still echoing) before it is called unconfirmed.
 const RECHECK_AFTER: Duration = Duration::from_millis(300);
+/// A batch after which nothing changed is given this long to show an effect (a busy machine,
+/// a shell still running the command) before it is called "no change".
+const NO_CHANGE_WAIT: Duration = Duration::from_millis(1200);
 
 /// What the loop's host does besides the tools: the agent drives any `Host`, the real desk or a
 /// fake one in tests.
@@ -350,6 +353,24 @@ impl Desk {
         }
     }
 
+    /// Look until the screen changes (then until it settles), or `at_most` passes with no
+    /// change: the last frame, the time it took, and whether anything changed.
+    fn await_change(&mut self, at_most: Duration) -> Result<(Observation, f64, bool), String> {
+        let t = Instant::now();
+        loop {
+            std::thread::sleep(SETTLE_EVERY);
+            let mut o = self.look(false)?;
+            o.timing = None;
+            if !o.perception.unchanged() {
+                let (o, _, _) = self.settle()?;
+                return Ok((o, ms_since(t), true));
+            }
+            if t.elapsed() > at_most {
+                return Ok((o, ms_since(t), false));
+            }
+        }
+    }
+
     fn observe(&mut self) -> ToolResult {
         self.go(State::Observe, "observe");
         let first = self.latest.is_none();
@@ -643,10 +664,13 @@ impl Desk {
             }
         };
         if all_ran && verdict.is_miss() {
-            if !matches!(verdict, Verdict::Failed { .. }) {
+            let again = if matches!(verdict, Verdict::Failed { .. }) {
+                self.await_change(NO_CHANGE_WAIT)
+            } else {
                 std::thread::sleep(RECHECK_AFTER);
-            }
-            if let Ok((again, _, changed)) = self.settle() {
+                self.settle()
+            };
+            if let Ok((again, _, changed)) = again {
                 p.result.changed |= changed || again.perception.targets != *before;
                 verdict = judge(&again, p.result.changed, &self.typed);
                 after = again;

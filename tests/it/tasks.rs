@@ -239,6 +239,32 @@ fn xterm_runs_a_typed_command_once() {
 }
 
 #[test]
+fn xterm_waits_for_the_output_of_a_command_typed_once() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let dir = workdir();
+    let data = records("xterm-echo-wait");
+    let t = task_suite::prepare("xterm-echo-wait", dir.path()).unwrap();
+    let (_app, _) = start(d, &t);
+    let r = run(d, &t, &data);
+    let story = r.story();
+    assert_eq!(
+        history(&t),
+        vec![t.paths.command.clone()],
+        "the history must hold the command exactly once and nothing else\n{story}"
+    );
+    // The output is on screen: the task is done, not failed (the command line that echoes the
+    // text as it is typed is not what it waited for).
+    assert_eq!(
+        r.code(),
+        Some(0),
+        "the effect is there but voxdesk says otherwise\n{story}"
+    );
+    let steps = r.record["steps"].as_array().cloned().unwrap_or_default();
+    assert_eq!(steps.len(), 3, "{story}");
+}
+
+#[test]
 fn mousepad_saves_what_was_typed_once() {
     let Some(rig) = rig() else { return };
     let d: &str = &rig;
