@@ -237,9 +237,14 @@ fn clear_rules_and_blocks(
     let inked = |dist: &[u8], x: usize, y: usize| dist[y * stride + x] >= INK;
     // The vertical span of ink in each column, when it is one solid run.
     let span = |dist: &[u8], x: usize| -> Option<(usize, usize)> {
-        let ys: Vec<usize> = (y0..y0 + h).filter(|&y| inked(dist, x, y)).collect();
-        let (&a, &b) = (ys.first()?, ys.last()?);
-        (ys.len() == b - a + 1).then_some((a, b))
+        let (mut first, mut last, mut n) = (None, 0, 0);
+        for y in (y0..y0 + h).filter(|&y| inked(dist, x, y)) {
+            first.get_or_insert(y);
+            last = y;
+            n += 1;
+        }
+        let a = first?;
+        (n == last - a + 1).then_some((a, last))
     };
     for x in x0..x0 + w {
         if span(dist, x) == Some((y0, y0 + h - 1)) {
