@@ -397,9 +397,23 @@ mod tests {
             after: Some(view()),
             ..refused
         };
-        let v = ToolResult::Act(Box::new(ran)).to_json();
+        let v = ToolResult::Act(Box::new(ran.clone())).to_json();
         assert_eq!(v["verification"]["verdict"], "verified");
         assert_eq!(v["verification"]["detail"], "\"12\" appeared");
+        assert_eq!(v["verification"]["repeatable"], false);
+        assert!(v["verification"].get("opened").is_none());
+        // What a model reads when it must not simply do it again.
+        let unsure = ActResult {
+            verdict: Verdict::Unconfirmed("\"Buy milk\" did not appear".into()),
+            opened: vec!["a menu or popup at (10, 20), 200x300".into()],
+            ..ran
+        };
+        let v = ToolResult::Act(Box::new(unsure)).to_json();
+        assert_eq!(v["verification"]["verdict"], "unconfirmed");
+        assert_eq!(
+            v["verification"]["opened"][0],
+            "a menu or popup at (10, 20), 200x300"
+        );
         assert_eq!(v["observation"]["observation_id"], "s-2");
         let e = ToolResult::error(ErrorKind::Capture, "the display went away").to_json();
         assert_eq!(

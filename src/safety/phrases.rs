@@ -104,13 +104,28 @@ pub fn password_field(focus: Option<&Target>, targets: &[Target]) -> Option<Stri
             .find(|t| masked(&t.text))
             .map(|t| format!("the screen shows a masked field (target {}): voxdesk never types into password fields", t.id))
             .or_else(|| {
-                // A prompt like "Password:" (a terminal, a dialog) with no field clicked.
+                // A prompt like "Password:" (a terminal, a dialog) with no field clicked: a
+                // password word before a colon, or ending the text (OCR reads the colon before
+                // a cursor as "?", ";" or nothing).
                 targets
                     .iter()
-                    .find(|t| t.text.contains(':') && t.text.split(':').next().and_then(|head| phrase(head, PASSWORD_WORDS)).is_some())
+                    .find(|t| prompt_head(&t.text).and_then(|head| phrase(head, PASSWORD_WORDS)).is_some())
                     .map(|t| format!("the screen asks for a password ({:?}, target {}): voxdesk never types one", t.text, t.id))
             }),
     }
+}
+
+/// The words a prompt asks with: what comes before its colon, or, when the text ends with a mark
+/// OCR makes of a colon before a cursor ("Password?", "Password;"), its last word.
+fn prompt_head(text: &str) -> Option<&str> {
+    if let Some((head, _)) = text.split_once(':') {
+        return Some(head);
+    }
+    let t = text.trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '|' | '_'));
+    let t = t.strip_suffix(['?', ';', '.'])?;
+    t.rsplit(|c: char| !c.is_alphanumeric())
+        .next()
+        .filter(|w| !w.is_empty())
 }
 
 pub fn destructive_combo(c: &Combo) -> Option<String> {
@@ -142,4 +157,42 @@ pub fn destructive_text(text: &str) -> Option<String> {
             })
         })
         .map(|w| format!("typed text contains {:?}", w.trim()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::Rect;
+
+    #[test]
+    fn a_password_prompt_is_seen_however_ocr_reads_its_colon() {
+        let on = |text: &str| {
+            let t = Target {
+                id: 1,
+                text: text.into(),
+                rect: Rect::new(10, 10, 80, 12),
+                conf: 0.9,
+                new: false,
+            };
+            password_field(None, &[t]).is_some()
+        };
+        for prompt in [
+            "Password:",
+            "Password: |",
+            "Password?",
+            "Password;",
+            "[sudo] password for ada:",
+            "Enter passphrase:",
+        ] {
+            assert!(on(prompt), "{prompt}");
+        }
+        for other in [
+            "Change password",
+            "Passwords and keys",
+            "hello from voxdesk",
+            "Pin to taskbar",
+        ] {
+            assert!(!on(other), "{other}");
+        }
+    }
 }
