@@ -76,6 +76,7 @@ impl FakeDesk {
         ObservationView {
             id: format!("fake-{}", self.seq),
             app: Some("Fake".into()),
+            title: None,
             picture: (1280, 720),
             targets: targets.clone(),
             capture_targets: targets,

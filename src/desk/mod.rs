@@ -110,6 +110,7 @@ struct Observation {
     frame: Arc<Frame>,
     perception: Perception,
     app: Option<String>,
+    title: Option<String>,
     /// Model picture ↔ capture ↔ logical for this frame.
     mapping: Mapping,
     /// Capture and perception time, for an observation made by `observe` (not by settling).
@@ -124,6 +125,7 @@ impl Observation {
         ObservationView {
             id: self.id.clone(),
             app: self.app.clone(),
+            title: self.title.clone(),
             picture: (m.image_w, m.image_h),
             targets: self
                 .perception
@@ -317,7 +319,10 @@ impl Desk {
             .perceive(frame.image.as_raw(), w, h, full)
             .map_err(|e| e.to_string())?;
         self.seq += 1;
-        let app = capture::focused_window().ok().flatten().map(|a| a.app);
+        let (app, title) = match capture::focused_window().ok().flatten() {
+            Some(w) => (Some(w.app), Some(w.title).filter(|t| !t.is_empty())),
+            None => (None, None),
+        };
         let windows = self
             .windows
             .as_ref()
@@ -331,6 +336,7 @@ impl Desk {
             frame: Arc::new(frame),
             perception,
             app,
+            title,
             mapping,
             windows,
         })
@@ -397,6 +403,7 @@ impl Desk {
             history: &self.history,
             observation_id: &view.id,
             app: view.app.as_deref(),
+            title: view.title.as_deref(),
             picture: view.picture,
             targets: &view.targets,
         });

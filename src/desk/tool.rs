@@ -62,6 +62,8 @@ pub struct ObservationView {
     pub id: String,
     /// WM_CLASS of the focused window.
     pub app: Option<String>,
+    /// The focused window's title as the X server has it (not read by OCR).
+    pub title: Option<String>,
     pub picture: (u32, u32),
     /// Boxes in model-picture pixels; ids as in the observation.
     pub targets: Vec<Target>,
@@ -231,6 +233,9 @@ pub fn observation_json(o: &ObservationView) -> Value {
     if let Some(app) = &o.app {
         v["app"] = Value::from(app.as_str());
     }
+    if let Some(title) = o.title.as_deref().filter(|t| !t.is_empty()) {
+        v["title"] = Value::from(title);
+    }
     v
 }
 
@@ -343,6 +348,7 @@ mod tests {
         ObservationView {
             id: "s-2".into(),
             app: Some("XCalc".into()),
+            title: None,
             picture: (1280, 720),
             targets: vec![t.clone()],
             capture_targets: vec![t],
