@@ -78,7 +78,20 @@ pub fn verify(expect: &Expect, ev: &Evidence) -> Verdict {
         }
     };
     let mut ok = Vec::new();
-    for a in &expect.appears {
+    // Text of several lines is looked for line by line: each of its lines must appear.
+    let lines: Vec<String> = expect
+        .appears
+        .iter()
+        .flat_map(|a| {
+            let parts: Vec<&str> = a.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+            if parts.len() > 1 {
+                parts.into_iter().map(String::from).collect()
+            } else {
+                vec![a.clone()]
+            }
+        })
+        .collect();
+    for a in &lines {
         let (n0, hits) = (count(a, &before), occurrences(a, &after, &[]));
         if hits.len() > n0 {
             ok.push(format!("{a:?} appeared{}", place(&hits, a)));
@@ -418,6 +431,16 @@ mod tests {
         assert_eq!(overlay(&page, &other, &screen), None);
         let one = [page.clone(), vec![at("Saved", 48, 90)]].concat();
         assert_eq!(overlay(&page, &one, &screen), None);
+    }
+
+    #[test]
+    fn text_of_several_lines_appears_line_by_line() {
+        let before = ts(&["Untitled"]);
+        let after = ts(&["Untitled", "Dear Ada,", "Thank you for the notes."]);
+        let e = ex(&["Dear Ada,\nThank you for the notes.\n"], &[], true);
+        assert_eq!(judge(&e, &before, &after, true).name(), "verified");
+        let half = ts(&["Untitled", "Dear Ada,"]);
+        assert_eq!(judge(&e, &before, &half, true).name(), "unconfirmed");
     }
 
     #[test]
