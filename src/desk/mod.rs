@@ -148,6 +148,9 @@ pub struct Desk {
     windows: Option<Windows>,
     /// Every text this session typed (what "shows" does not count as the app's own).
     typed: Vec<String>,
+    /// The actions of the last batch, when it ran, was not confirmed and may not simply run
+    /// again; cleared by a look (`observe`).
+    unsure: Option<Vec<Action>>,
     latch: Arc<StopLatch>,
     actuator: Actuator,
     _watch: StopWatcher,
@@ -241,6 +244,7 @@ impl Desk {
             // Without it nothing is ever classed "something else opened": no Escape.
             windows: Windows::open().ok(),
             typed: Vec::new(),
+            unsure: None,
             latch,
             actuator,
             _watch: watch,
@@ -379,6 +383,8 @@ impl Desk {
 
     fn observe(&mut self) -> ToolResult {
         self.go(State::Observe, "observe");
+        // The driver looks before it decides: it may do the unconfirmed batch again.
+        self.unsure = None;
         let first = self.latest.is_none();
         let obs = match self.look(first) {
             Ok(o) if first || o.perception.unchanged() => o,
@@ -442,6 +448,12 @@ impl Desk {
             Some(a) => self.run_and_verify(&mut p, a),
             None => Ok(None),
         };
+        let ran = matches!(p.result.status, ActStatus::Ran | ActStatus::Failed);
+        if ran {
+            // Not confirmed, or not even looked at afterwards.
+            let unsure = p.result.verdict.is_miss() || outcome.is_err();
+            self.unsure = (unsure && !p.result.repeatable).then(|| p.batch.actions.clone());
+        }
         match outcome {
             Ok(after) => {
                 // Nothing ran (refused, recorded, declined, stopped): the screen is the one the
@@ -513,7 +525,19 @@ impl Desk {
             app: p.obs.app.as_deref(),
         };
         let rails = &self.settings.rails;
-        let checked = match rails::check(&p.batch, &screen, rails, &self.settings.stop.combo) {
+        // The same batch again, right after it ran and could not be confirmed, with no look in
+        // between: doing it twice could do it twice (type twice, send twice).
+        let blind = self.unsure.as_ref() == Some(&p.batch.actions);
+        let checked = if blind {
+            Err(Refusal {
+                rule: "blind-repeat",
+                action: None,
+                message: "this batch ran a moment ago and could not be confirmed; running it again could do it twice: observe, check what the first one did, then decide".into(),
+            })
+        } else {
+            rails::check(&p.batch, &screen, rails, &self.settings.stop.combo)
+        };
+        let checked = match checked {
             Ok(c) => c,
             Err(r) => {
                 self.emit_event(Event::Refusal {

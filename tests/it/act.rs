@@ -305,3 +305,78 @@ fn emergency_stop_interrupts_a_long_type_and_leaves_nothing_held() {
         keys_down(d)
     );
 }
+
+/// The desk refuses to run a batch again right after it ran and could not be confirmed, until
+/// the driver has looked (a model that retries blindly would type twice); judged by what the
+/// terminal's program received.
+#[test]
+fn an_unconfirmed_batch_is_not_run_again_without_a_look() {
+    use voxdesk::action::parse_batch;
+    use voxdesk::desk::tool::{ActStatus, ToolCall, ToolResult};
+    use voxdesk::desk::{confirm::Nobody, Desk, Host};
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let dir = tempfile::tempdir().unwrap();
+    let got = dir.path().join("got.txt");
+    let cmd = format!("cat > {}", got.display());
+    let _term = app(
+        d,
+        &[
+            "xterm",
+            "-geometry",
+            "80x20+100+100",
+            "-e",
+            "sh",
+            "-c",
+            &cmd,
+        ],
+        "XTerm",
+    );
+    let env = |k: &str| match k {
+        "VOXDESK_ALLOW_APPS" => Some("XTerm".to_string()),
+        "VOXDESK_MODE" => Some("auto".to_string()),
+        _ => None,
+    };
+    let settings = voxdesk::config::load(None, env, &[]).unwrap().settings;
+    let mut desk = Desk::new(&settings, None, Box::new(Nobody), Default::default()).unwrap();
+    let id = |r: &ToolResult| r.observation().unwrap().id.clone();
+    let batch = |obs: &str| {
+        parse_batch(&format!(
+            r#"{{"observation_id":"{obs}","actions":[{{"action":"type","text":"abc"}}],"expect":{{"appears":"zzzqqq"}}}}"#
+        ))
+        .unwrap()
+    };
+    let first = desk.call(&ToolCall::Observe);
+    let r = desk.call(&ToolCall::Act(batch(&id(&first))));
+    let ToolResult::Act(a) = &r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(a.verdict.name(), "unconfirmed", "{:?}", a.verdict);
+    assert!(!a.repeatable);
+    // Straight again, on the screen it returned: refused, nothing typed.
+    let again = desk.call(&ToolCall::Act(batch(&id(&r))));
+    let ToolResult::Act(b) = &again else {
+        panic!("{again:?}")
+    };
+    assert_eq!(b.status, ActStatus::Refused, "{:?}", b);
+    assert_eq!(b.refusal.as_ref().unwrap().rule, "blind-repeat");
+    // After a look the driver may decide to do it again.
+    let look = desk.call(&ToolCall::Observe);
+    let third = desk.call(&ToolCall::Act(batch(&id(&look))));
+    let ToolResult::Act(c) = &third else {
+        panic!("{third:?}")
+    };
+    assert_eq!(c.status, ActStatus::Ran, "{c:?}");
+    drop(desk);
+    xdotool(d, &["key", "Return"]);
+    assert!(
+        wait_for(Duration::from_secs(5), || std::fs::read_to_string(&got)
+            .is_ok_and(|s| s.ends_with('\n'))),
+        "cat never got the line"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&got).unwrap(),
+        "abcabc\n",
+        "typed exactly twice: once, then once more after a look"
+    );
+}
