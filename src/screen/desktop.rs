@@ -1,4 +1,4 @@
-//! The only module that speaks X11 protocol directly (x11rb): facts about the display that xcap does not expose — XTEST and the window manager.
+//! The only module that speaks X11 protocol directly (x11rb) besides capture and the stop watcher: facts about the display that xcap does not expose — XTEST, the window manager, and the windows shown (what tells a menu or dialog that opened).
 
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{AtomEnum, ConnectionExt};
