@@ -106,10 +106,15 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
                             ToolResult::Act(a) => a.opened.join(", "),
                             _ => String::new(),
                         };
+                        let ran = host.escape();
                         host.emit(Event::Narration {
-                            text: format!("Something else opened ({opened}): pressing Escape."),
+                            text: if ran {
+                                format!("Something else opened ({opened}): I pressed Escape.")
+                            } else {
+                                format!("Something else opened ({opened}); I did not press Escape here.")
+                            },
                         });
-                        policy.escaped(host.escape());
+                        policy.escaped(ran);
                         // The driver still reads the result that called for Escape (it must
                         // not think the step never ran), with the screen Escape left.
                         let look = host.call(&ToolCall::Observe);

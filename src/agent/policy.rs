@@ -36,8 +36,13 @@ pub struct Policy {
     limits: Limits,
     steps: usize,
     no_progress: u32,
+    /// Looks since the last act: a driver that only ever looks makes no progress either.
+    looks: u32,
     transcript: Vec<String>,
 }
+
+/// Looks in a row without an act that are still free (the first one, and one after a failure).
+const FREE_LOOKS: u32 = 3;
 
 impl Policy {
     pub fn new(limits: Limits) -> Policy {
@@ -45,6 +50,7 @@ impl Policy {
             limits,
             steps: 0,
             no_progress: 0,
+            looks: 0,
             transcript: Vec::new(),
         }
     }
@@ -70,6 +76,7 @@ impl Policy {
 
     /// The driver could not plan a step on this screen.
     pub fn stuck(&mut self, why: &str) {
+        self.looks = 0;
         self.steps += 1;
         self.no_progress += 1;
         self.transcript.push(format!("step {}: {why}", self.steps));
@@ -77,18 +84,26 @@ impl Policy {
 
     /// After an observe: a look that failed (the display gone, OCR failing) is no progress, and
     /// counts as a step, so a screen that cannot be seen ends the task rather than looping.
+    /// Looking again and again without acting counts the same way after the first few.
     pub fn looked(&mut self, r: &ToolResult) {
+        self.looks += 1;
         if let ToolResult::Error { message, .. } = r {
             self.steps += 1;
             self.no_progress += 1;
             self.transcript
                 .push(format!("step {}: could not look: {message}", self.steps));
+        } else if self.looks > FREE_LOOKS {
+            self.steps += 1;
+            self.no_progress += 1;
+            self.transcript
+                .push(format!("step {}: looked again without acting", self.steps));
         }
     }
 
     /// After an act: judge its result. `plan` is the step in words ("Clicking 7").
     pub fn after_act(&mut self, plan: &str, r: &ToolResult) -> Next {
         self.steps += 1;
+        self.looks = 0;
         let n = self.steps;
         let a = match r {
             ToolResult::Act(a) => a,
@@ -147,7 +162,10 @@ impl Policy {
             }
             Verdict::Unconfirmed(_) => {
                 self.no_progress += 1;
-                if a.opened.is_empty() {
+                // A window that opened while waiting came from an earlier step (a progress
+                // dialog): Escape would cancel it.
+                let waited = a.actions.iter().all(|x| x.action == "wait");
+                if a.opened.is_empty() || waited {
                     Next::Continue
                 } else {
                     Next::Escape

@@ -506,3 +506,45 @@ fn every_batch_names_the_observation_it_was_planned_on_and_retries_are_the_same_
         .any(|s| s == "That didn't work: the screen did not change."));
     assert!(desk.said.iter().any(|s| s == "Done: the screen changed."));
 }
+
+/// A driver that only ever looks.
+struct Looker;
+impl Driver for Looker {
+    fn provider(&self) -> &str {
+        "test"
+    }
+    fn model(&self) -> &str {
+        "looker"
+    }
+    fn decomposition(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn next(&mut self, _: &ToolResult) -> Move {
+        Move {
+            say: Vec::new(),
+            plan: String::new(),
+            what: What::Call(ToolCall::Observe),
+        }
+    }
+}
+
+#[test]
+fn a_driver_that_only_looks_ends_instead_of_looping() {
+    let mut desk = FakeDesk::new(&["7"], &[]);
+    let end = drive(
+        &mut Looker,
+        &mut desk,
+        Limits {
+            step_cap: 20,
+            no_progress: 3,
+        },
+    );
+    assert_eq!(end.status, Status::Failed, "{end:?}");
+    assert!(
+        end.summary.contains("no progress after 3 tries")
+            && end.summary.contains("looked again without acting"),
+        "{}",
+        end.summary
+    );
+    assert!(desk.acts.is_empty());
+}

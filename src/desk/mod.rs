@@ -115,8 +115,8 @@ struct Observation {
     mapping: Mapping,
     /// Capture and perception time, for an observation made by `observe` (not by settling).
     timing: Option<(f64, f64)>,
-    /// The windows shown (empty when they could not be listed).
-    windows: Vec<Shown>,
+    /// The windows shown (`None` when they could not be listed).
+    windows: Option<Vec<Shown>>,
 }
 
 impl Observation {
@@ -241,7 +241,8 @@ impl Desk {
             settings: settings.clone(),
             capturer,
             perceiver,
-            // Without it nothing is ever classed "something else opened": no Escape.
+            // Without it only a menu drawn inside a window can be classed "something else
+            // opened" (see `judge`).
             windows: Windows::open().ok(),
             typed: Vec::new(),
             unsure: None,
@@ -327,11 +328,7 @@ impl Desk {
             Some(w) => (Some(w.app), Some(w.title).filter(|t| !t.is_empty())),
             None => (None, None),
         };
-        let windows = self
-            .windows
-            .as_ref()
-            .and_then(|w| w.list().ok())
-            .unwrap_or_default();
+        let windows = self.windows.as_ref().and_then(|w| w.list().ok());
         let mapping = picture::picture_mapping(&frame, PictureConfig::default())
             .map_err(|e| e.to_string())?;
         Ok(Observation {
@@ -732,10 +729,14 @@ impl Desk {
         }
         p.times.verify = ms_since(t);
         p.result.appeared = appeared(before, &after.perception.targets);
-        p.result.opened = desktop::opened(&p.obs.windows, &after.windows);
-        // A menu a page draws has no window of its own; a terminal's new lines are output.
+        // Only when both lists are known: a list that failed is no proof of a new window.
+        if let (Some(w0), Some(w1)) = (&p.obs.windows, &after.windows) {
+            p.result.opened = desktop::opened(w0, w1);
+        }
+        // A menu a page draws has no window of its own; a terminal's new lines are output, and
+        // typed lines are what was typed.
         let (w, h) = p.obs.frame.size();
-        if p.result.opened.is_empty() && !self.in_terminal(&p.obs) {
+        if p.result.opened.is_empty() && !self.in_terminal(&p.obs) && !typed {
             if let Some(r) = overlay(
                 before,
                 &after.perception.targets,
@@ -751,8 +752,9 @@ impl Desk {
         after
     }
 
-    /// The targets of `before` and `after` with each line whose pixels changed replaced by that
-    /// line read whole; `None` when nothing (or too much) changed to read it so.
+    /// The targets of `before` and `after` with the changed part of each line (the columns whose
+    /// pixels changed, in a band one line high) replaced by that part read as one line; `None`
+    /// when nothing, or too much, changed to read it so.
     fn reread(
         &self,
         before: &Observation,

@@ -215,14 +215,11 @@ fn thicken_right(dist: &mut [u8], stride: usize) {
     }
 }
 
-/// Flood from the crop's edge over pixels of the edge's dominant colour (when that is not the
-/// label's background) and mark them as no ink.
 /// Ink that is no letter, cleared from a crop's `region`: a vertical rule running through the
 /// whole region (a window's edge beside a terminal line: letters never reach 40 % of a text
 /// height above and below the line) and a solid block the size of a character cell after the
 /// last letter (a terminal's block cursor, which Tesseract reads as a letter and spoils the word
-/// beside it). A thin bar
-/// (a text caret, "l", "|") is left alone: it is too narrow to be a block.
+/// beside it). A thin bar (a text caret, "l", "|") is left alone: it is too narrow to be a block.
 fn clear_rules_and_blocks(
     dist: &mut [u8],
     stride: usize,
@@ -280,6 +277,8 @@ fn clear_rules_and_blocks(
     }
 }
 
+/// Flood from the crop's edge over pixels of the edge's dominant colour (when that is not the
+/// label's background) and mark them as no ink.
 fn clear_surroundings(
     dist: &mut [u8],
     stride: usize,

@@ -167,11 +167,12 @@ impl Windows {
 }
 
 /// Windows in `after` that `before` did not show, big enough to be a menu or a dialog rather
-/// than a tooltip or a cursor, in words ("a menu or popup at (120, 40), 200x300").
+/// than a one-line tooltip or a cursor (at least 40x36: a menu of one item with its margins),
+/// in words ("a menu or popup at (120, 40), 200x300").
 pub fn opened(before: &[Shown], after: &[Shown]) -> Vec<String> {
     after
         .iter()
-        .filter(|w| w.w >= 40 && w.h >= 24 && !before.iter().any(|b| b.id == w.id))
+        .filter(|w| w.w >= 40 && w.h >= 36 && !before.iter().any(|b| b.id == w.id))
         .map(|w| {
             format!(
                 "{} at ({}, {}), {}x{}",

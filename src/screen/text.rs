@@ -105,6 +105,8 @@ fn wraps(a: &Rect, b: &Rect) -> bool {
 #[derive(Debug, Clone, PartialEq, Default)]
 struct Canon {
     chars: Vec<char>,
+    /// `chars[i]` was a digit before folding ("0" folds to "o", yet is never a slip).
+    digits: Vec<bool>,
     /// `starts[i]`: a word begins at `chars[i]`; `ends[i]`: one ends there.
     starts: Vec<bool>,
     ends: Vec<bool>,
@@ -114,7 +116,7 @@ impl Canon {
     fn of(s: &str) -> Canon {
         let mut c = Canon::default();
         for word in s.split_whitespace() {
-            let folded: Vec<char> = word
+            let folded: Vec<(char, bool)> = word
                 .to_lowercase()
                 .replace("rn", "m")
                 .chars()
@@ -124,18 +126,22 @@ impl Canon {
                         '.' | ',' | ':' | ';' | '\'' | '"' | '`' | '…' | '‘' | '’' | '“' | '”'
                     )
                 })
-                .map(|c| match c {
-                    '0' => 'o',
-                    '1' | 'i' | '|' | '!' => 'l',
-                    '5' => 's',
-                    '8' => 'b',
-                    '–' | '—' => '-',
-                    c => c,
+                .map(|c| {
+                    let f = match c {
+                        '0' => 'o',
+                        '1' | 'i' | '|' | '!' => 'l',
+                        '5' => 's',
+                        '8' => 'b',
+                        '–' | '—' => '-',
+                        c => c,
+                    };
+                    (f, c.is_ascii_digit())
                 })
                 .collect();
             let n = folded.len();
-            for (i, ch) in folded.into_iter().enumerate() {
+            for (i, (ch, digit)) in folded.into_iter().enumerate() {
                 c.chars.push(ch);
+                c.digits.push(digit);
                 c.starts.push(i == 0);
                 c.ends.push(i + 1 == n);
             }
@@ -157,21 +163,31 @@ impl Canon {
         let k = self.slips();
         let whole_words = m <= 4;
         let mut hits = Vec::new();
+        // A digit is never a slip: "2023-04" is not "2024-03", "Order 10" is not "Order 18".
+        let cost = |digit: bool| if digit { k + 1 } else { 1 };
         // Sellers' algorithm: edit distance of the want against any substring of the hay, each
-        // cell carrying where its match began.
-        let fresh = |at: usize| ((0..=m).collect::<Vec<usize>>(), vec![at; m + 1]);
+        // cell carrying where its match began. Dropping the want's first letters costs what
+        // dropping them anywhere costs (a digit: too much).
+        let first_col: Vec<usize> = (0..=m)
+            .scan(0, |acc, i| {
+                if i > 0 {
+                    *acc += cost(self.digits[i - 1]);
+                }
+                Some(*acc)
+            })
+            .collect();
+        let fresh = |at: usize| (first_col.clone(), vec![at; m + 1]);
         let (mut prev, mut prev_s) = fresh(0);
         let (mut cur, mut cur_s) = (vec![0; m + 1], vec![0; m + 1]);
         for j in 0..hay.chars.len() {
             cur[0] = 0;
             cur_s[0] = j + 1;
-            // A digit is never a slip: "2023-04" is not "2024-03".
-            let cost = |c: char| if c.is_ascii_digit() { k + 1 } else { 1 };
             for i in 1..=m {
                 let (w, h) = (self.chars[i - 1], hay.chars[j]);
-                let sub = prev[i - 1] + if w == h { 0 } else { cost(w).max(cost(h)) };
-                let skip_hay = prev[i] + cost(h);
-                let skip_want = cur[i - 1] + cost(w);
+                let (wd, hd) = (self.digits[i - 1], hay.digits[j]);
+                let sub = prev[i - 1] + if w == h { 0 } else { cost(wd).max(cost(hd)) };
+                let skip_hay = prev[i] + cost(hd);
+                let skip_want = cur[i - 1] + cost(wd);
                 (cur[i], cur_s[i]) = if sub <= skip_hay && sub <= skip_want {
                     (sub, prev_s[i - 1])
                 } else if skip_hay <= skip_want {
@@ -195,15 +211,20 @@ impl Canon {
 }
 
 /// Where `text` is on screen: the text of the run it occurs in (the lines of a wrapped label,
-/// joined by " / "), once per occurrence. Occurrences inside
-/// an occurrence of a longer text of `besides` do not count (text the session typed itself,
-/// which contains what it now waits for).
+/// joined by " / "), once per occurrence. Occurrences inside an occurrence of a longer text of
+/// `besides` do not count (text the session typed itself, which contains what it now waits
+/// for): the longer text's letters before and after it must be there around it.
 pub fn occurrences(text: &str, runs: &[Run], besides: &[String]) -> Vec<String> {
     let want = Canon::of(text);
-    let besides: Vec<Canon> = besides
+    // What each of `besides` has before and after the wanted text.
+    let besides: Vec<(Vec<char>, Vec<char>)> = besides
         .iter()
         .map(|b| Canon::of(b))
-        .filter(|b| b.chars.len() > want.chars.len())
+        .filter_map(|b| {
+            let (s, e) = *want.find_in(&b).first()?;
+            Some((b.chars[..s].to_vec(), b.chars[e..].to_vec()))
+        })
+        .filter(|(before, after)| !before.is_empty() || !after.is_empty())
         .collect();
     let mut out = Vec::new();
     let continued: Vec<bool> = (0..runs.len())
@@ -221,6 +242,7 @@ pub fn occurrences(text: &str, runs: &[Run], besides: &[String]) -> Vec<String> 
             read = format!("{read} / {}", runs[j].text);
             let more = Canon::of(&runs[j].text);
             hay.chars.extend(more.chars);
+            hay.digits.extend(more.digits);
             hay.starts.extend(more.starts);
             hay.ends.extend(more.ends);
             next = runs[j].wraps_to;
@@ -233,13 +255,18 @@ pub fn occurrences(text: &str, runs: &[Run], besides: &[String]) -> Vec<String> 
                 .chain(hits)
                 .collect();
         }
-        if !besides.is_empty() {
-            let spans: Vec<(usize, usize, usize)> = besides
-                .iter()
-                .flat_map(|b| b.find_in(&hay).into_iter().map(|(s, e)| (s, e, b.slips())))
-                .collect();
-            hits.retain(|&(s, e)| !spans.iter().any(|&(bs, be, k)| s + k >= bs && e <= be + k));
-        }
+        // Inside a longer text of `besides`: what that text has before and after the wanted
+        // one is there too, around this occurrence ("$ echo " before "hello from voxdesk").
+        let around =
+            |chars: &[char], s: usize, e: usize, (before, after): &(Vec<char>, Vec<char>)| {
+                let close = |a: &[char], b: &[char]| {
+                    let (a, b): (String, String) = (a.iter().collect(), b.iter().collect());
+                    strsim::levenshtein(&a, &b) <= a.chars().count() / 6
+                };
+                close(before, &chars[s.saturating_sub(before.len())..s])
+                    && close(after, &chars[e..(e + after.len()).min(chars.len())])
+            };
+        hits.retain(|&(s, e)| !besides.iter().any(|b| around(&hay.chars, s, e, b)));
         out.extend(hits.iter().map(|&(s, e)| {
             // Where it was read: its line, or the lines of the wrapped label it crosses.
             if ends.iter().any(|&b| s < b && e > b) {
@@ -330,6 +357,13 @@ mod tests {
             ("Saved", "Saved to notes.txt", 1),
             ("File", "Fi1e", 1),
             ("OK", "0K", 1),
+            // Digits, folded or not, are never slips, also not at the start.
+            ("Order 10", "Order 18", 0),
+            ("Transfer 1000 EUR", "Transfer 5000 EUR", 0),
+            ("Order 1508 shipped", "Order 1805 shipped", 0),
+            ("4 items", "items", 0),
+            ("3 bananas left", "x bananas left", 0),
+            ("Order 10", "0rder 1O", 1),
             // Repeated text is counted once per occurrence.
             ("Buy milk", "Buy milkBuy milkBuy milk", 3),
             ("hello", "hello hello", 2),
@@ -356,6 +390,14 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0], "hello from voxdesk");
         assert!(occurrences("hello from voxdesk", &rs[..1], &typed).is_empty());
+        // A long command's output is not taken for the command with "echo" dropped.
+        let typed = vec!["echo the build finished successfully".to_string()];
+        let screen = [
+            t("$ echo the build finished successfully", 0, 0, 300),
+            t("the build finished successfully", 0, 20, 250),
+        ];
+        let found = occurrences("build finished", &runs(&screen), &typed);
+        assert_eq!(found, ["the build finished successfully"]);
     }
 
     #[test]
