@@ -709,7 +709,8 @@ impl Desk {
             .actions
             .iter()
             .any(|a| matches!(a, Action::Type { .. }));
-        if all_ran && typed && matches!(verdict, Verdict::Unconfirmed(_)) {
+        let texts = !expect.appears.is_empty() || !expect.shows.is_empty();
+        if all_ran && texts && matches!(verdict, Verdict::Unconfirmed(_)) {
             // Look where the text went: the lines whose pixels changed, read whole, before
             // and after (the targets can miss text glued to a caret or inside an input).
             if let Some((b, a)) = self.reread(&p.obs, &after) {
