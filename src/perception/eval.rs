@@ -151,8 +151,14 @@ impl Score {
     }
 }
 
+/// Text as compared: whitespace collapsed, and typographic variants that OCR cannot tell from
+/// their plain forms (an ellipsis from three dots, curly from straight quotes) made plain.
 pub fn norm(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let plain = s
+        .replace('…', "...")
+        .replace(['‘', '’'], "'")
+        .replace(['“', '”'], "\"");
+    plain.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Score `targets` against the labels of `gt` that `keep` selects. Junk is counted over all

@@ -53,6 +53,8 @@ pub struct Strip {
     pub scale: f64,
     /// White margin added around the scaled crop (x, y), in strip pixels.
     pub border: (u32, u32),
+    /// A monospace line (`LineBox::mono`): its words are one label however wide its spaces.
+    pub mono: bool,
     key: u64,
 }
 
@@ -184,6 +186,7 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         origin: (crop.x, crop.y),
         scale,
         border: (bx, by),
+        mono: line.mono,
     }
 }
 
@@ -368,12 +371,63 @@ pub fn recognise(
         }
     }
     let mut labels = shaped;
+    let mut lined = Vec::new();
     for s in &strips {
         if let Some(words) = cache.map.get(&s.key) {
-            labels.extend(words_to_labels(words, s));
+            if s.mono {
+                lined.extend(words_to_labels(words, s));
+            } else {
+                labels.extend(words_to_labels(words, s));
+            }
         }
     }
+    // Monospace lines are rows of a terminal or an editor, never a wrapped name.
+    let mut labels = join_wrapped(labels);
+    labels.extend(lined);
     Ok((labels, todo.len()))
+}
+
+/// A wrapped name (an icon's file name under the icon) is drawn as lines centred on one axis,
+/// set closer than a line height apart and of different widths: join them into one label, as
+/// the name is one thing to click. Lines of one width on one axis are left-aligned rows (table
+/// cells, log lines), not a wrap. A line broken after "-", "_", "." or "/" joins without a space.
+fn join_wrapped(mut labels: Vec<Label>) -> Vec<Label> {
+    labels.sort_by_key(|l| (l.rect.y, l.rect.x));
+    let mut used = vec![false; labels.len()];
+    let mut out = Vec::with_capacity(labels.len());
+    for i in 0..labels.len() {
+        if used[i] {
+            continue;
+        }
+        used[i] = true;
+        let mut joined = labels[i].clone();
+        let mut last = labels[i].rect;
+        let axis = 2 * last.x + last.w;
+        loop {
+            let below = (i + 1..labels.len()).find(|&j| {
+                let r = labels[j].rect;
+                !used[j]
+                    && r.y >= last.bottom() - 1
+                    && (r.y - last.bottom()) * 2 <= last.h
+                    && ((2 * r.x + r.w) - axis).abs() <= 4
+                    && (r.w - last.w).abs() >= 3
+                    && (r.h - last.h).abs() * 10 <= 3 * r.h.max(last.h)
+            });
+            let Some(j) = below else { break };
+            used[j] = true;
+            let glue = if joined.text.ends_with(['-', '_', '.', '/']) {
+                ""
+            } else {
+                " "
+            };
+            joined.text = format!("{}{glue}{}", joined.text, labels[j].text);
+            joined.rect = joined.rect.union(&labels[j].rect);
+            joined.conf = joined.conf.min(labels[j].conf);
+            last = labels[j].rect;
+        }
+        out.push(joined);
+    }
+    out
 }
 
 /// What one worker read: each strip's index and its words.
@@ -433,7 +487,7 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Label> {
                 let gap = w.x - (prev.x + prev.w);
                 let wh = prev.h.max(w.h) as f64;
                 let same_row = (w.y + w.h / 2 - (prev.y + prev.h / 2)).abs() < (wh * 0.6) as i32;
-                gap as f64 > WORD_GAP * wh || !same_row
+                (gap as f64 > WORD_GAP * wh && !strip.mono) || !same_row
             }
         };
         if split {
@@ -445,12 +499,12 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Label> {
     groups
         .into_iter()
         .filter_map(|g| {
-            let text = clean_text(
+            let text = key_names(&clean_text(
                 &g.iter()
                     .map(|w| w.text.as_str())
                     .collect::<Vec<_>>()
                     .join(" "),
-            );
+            ));
             let conf = g.iter().map(|w| w.conf).sum::<f32>() / g.len() as f32 / 100.0;
             if !plausible(&text, conf) {
                 return None;
@@ -497,6 +551,63 @@ fn clean_text(t: &str) -> String {
         }
     }
     s.to_string()
+}
+
+/// Keyboard shortcuts as menus print them ("Ctrl+S", "Shift+Ctrl+Z", "F11"), with the slips
+/// Tesseract makes on them undone: the "l" of "Ctrl" read as "i", "1" or dropped ("Ctri+S",
+/// "Ctr+O"), and the ones of a function key read as "l" or "i" ("Fil"). Only words shaped like a
+/// shortcut are touched: keys joined by "+", or a lone function key.
+fn key_names(text: &str) -> String {
+    let fkey = |p: &str| -> Option<String> {
+        let rest = p.strip_prefix('F')?;
+        if rest.is_empty() || rest.len() > 2 {
+            return None;
+        }
+        let digits: String = rest
+            .chars()
+            .map(|c| match c {
+                'l' | 'I' | 'i' | '|' => '1',
+                c => c,
+            })
+            .collect();
+        let n: u32 = digits.parse().ok()?;
+        (1..=24).contains(&n).then(|| format!("F{digits}"))
+    };
+    let ctrl = |p: &str| {
+        matches!(p, "Ctri" | "Ctr1" | "CtrI" | "Ctr|" | "Ctr" | "Ctl" | "Cirl" | "Ctrl").then(|| "Ctrl".to_string())
+    };
+    let fix_word = |w: &str| -> String {
+        if w.contains('+') && w.len() > 1 {
+            let parts: Vec<&str> = w.split('+').collect();
+            // Every part but the key itself must be a modifier for this to be a shortcut.
+            let n = parts.len();
+            let modifiers = parts[..n - 1].iter().filter(|p| !p.is_empty());
+            let known = |p: &&&str| {
+                ctrl(p).is_some() || matches!(**p, "Shift" | "Alt" | "Super" | "Meta" | "Cmd")
+            };
+            if modifiers.clone().count() > 0 && modifiers.clone().all(|p| known(&p)) {
+                return parts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        ctrl(p)
+                            .or_else(|| (i == n - 1).then(|| fkey(p)).flatten())
+                            .unwrap_or_else(|| p.to_string())
+                    })
+                    .collect::<Vec<_>>()
+                    .join("+");
+            }
+            return w.to_string();
+        }
+        w.to_string()
+    };
+    let words: Vec<&str> = text.split(' ').collect();
+    if words.len() == 1 {
+        if let Some(f) = fkey(words[0]) {
+            return f;
+        }
+    }
+    words.into_iter().map(fix_word).collect::<Vec<_>>().join(" ")
 }
 
 /// Single symbols that are whole labels on keypads and toolbars.
@@ -548,6 +659,7 @@ mod tests {
             origin: (100, 50),
             scale: 2.0,
             border: (0, 0),
+            mono: false,
             key: 0,
         };
         let words = [
@@ -571,6 +683,7 @@ mod tests {
             origin: (0, 0),
             scale: 1.0,
             border: (0, 0),
+            mono: false,
             key: 0,
         };
         for (t, c) in [
@@ -602,6 +715,43 @@ mod tests {
         assert_eq!(&d[0..6], &[0, 0, 255, 255, 0, 0]);
         assert_eq!(&d[12..18], &[0; 6], "the gap row stays empty");
         assert_eq!(&d[18..24], &[255, 255, 255, 255, 255, 0]);
+    }
+
+    #[test]
+    fn shortcut_slips_are_undone_and_other_words_left_alone() {
+        assert_eq!(key_names("Ctri+S"), "Ctrl+S");
+        assert_eq!(key_names("Shift+Ctr+O"), "Shift+Ctrl+O");
+        assert_eq!(key_names("Ctri++"), "Ctrl++");
+        assert_eq!(key_names("Alt+Fl2"), "Alt+F12");
+        assert_eq!(key_names("Fil"), "F11");
+        assert_eq!(key_names("Ctri+Shift+T new tab"), "Ctrl+Shift+T new tab");
+        for same in ["Film", "Fil and more", "a+b", "C++", "Ctri", "F99", "Size (KB)"] {
+            assert_eq!(key_names(same), same);
+        }
+    }
+
+    #[test]
+    fn wrapped_lines_on_one_axis_join_and_rows_do_not() {
+        let l = |text: &str, x, y, w| Label {
+            text: text.into(),
+            rect: Rect::new(x, y, w, 10),
+            conf: 0.9,
+        };
+        // "invoice_2024-" over "03.pdf", centred under an icon; a left-aligned row pair.
+        let got = join_wrapped(vec![
+            l("invoice_2024-", 100, 50, 80),
+            l("03.pdf", 118, 64, 44),
+            l("cc -c main.c", 400, 50, 80),
+            l("cc -c util.c", 400, 64, 80),
+            l("Name", 600, 50, 40),
+            l("Size", 600, 64, 30),
+        ]);
+        let texts: Vec<&str> = got.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["invoice_2024-03.pdf", "cc -c main.c", "Name", "cc -c util.c", "Size"]
+        );
+        assert_eq!(got[0].rect, Rect::new(100, 50, 80, 24));
     }
 
     #[test]
@@ -642,6 +792,7 @@ mod tests {
                 rect: Rect::new(15, 6, 10, 8),
                 text_h: 8,
                 glyph: None,
+                mono: false,
             },
         );
         assert_eq!(s.gray.get_pixel(0, 0).0[0], 255, "background becomes white");
