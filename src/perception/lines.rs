@@ -576,6 +576,13 @@ fn is_rule(b: &Blob, text_h: i32) -> bool {
     is_thin(b) && b.h() as f64 > 1.8 * text_h as f64
 }
 
+/// The curved end of a pill or one side of a circle drawn around text (a badge, an avatar's
+/// initials): at most half as wide as tall and over twice the letters' height. A bracket of the
+/// text's own font is shorter (1.5–1.9 times its x-height).
+fn is_arc(b: &Blob, letter_h: i32) -> bool {
+    b.w() * 2 <= b.h() + 2 && b.h() >= 2 * letter_h + 1
+}
+
 /// Narrow for its height: a stroke or a border side with its rounded corners.
 fn is_thin(b: &Blob) -> bool {
     b.w() <= 8.max(b.h() / 4)
@@ -833,10 +840,14 @@ fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, boo
                     o.2 <= cur.0 && cur.0 - o.2 < 8 * (cur.3 - cur.1) && o.3 > cur.1 && o.1 < cur.3
                 })
             };
+            // Across a wide gap (column padding) a grid that fits a side by chance is no
+            // evidence: one of the two sides must show the grid by itself.
+            let shown = grid.is_some() || own[j].is_some();
             let found = found.filter(|g| {
                 let gap = (b.0 - cur.2) as f64;
                 let width = (cur.2 - cur.0) as f64;
-                !(gap >= 2.0 * g.pitch && width <= 4.0 * g.pitch && first_on_row())
+                (gap <= 1.5 * g.pitch || shown)
+                    && !(gap >= 2.0 * g.pitch && width <= 4.0 * g.pitch && first_on_row())
             });
             let Some(g) = found else { break };
             used[j] = true;
@@ -855,11 +866,60 @@ fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, boo
     out
 }
 
+/// The least clear space between a container and the text inside it, as a share of the
+/// container's height (initials in a circle keep about a third of it above and below; a
+/// letter's counter, the inner edge of an "e" or "o" of bold text, is a stroke width inside).
+const CONTAINER_MARGIN: i32 = 4;
+
+/// Remove blobs that enclose text rather than draw it: the ring of an avatar's circle around
+/// its initials, a badge's outline. Such a ring is one blob much taller than the glyphs it
+/// holds, with clear space between them on every side (letters merged into one blob, such as
+/// "ppeara" with its descenders, hold their neighbours flush with their top); as a glyph of the label it makes
+/// Tesseract read "(aL)" for "AL". A "%" or "©" sized like its neighbours is no container: its
+/// parts touch its box. `blobs` is sorted by `x0`.
+fn drop_containers(blobs: &mut Vec<Blob>) {
+    let keep: Vec<bool> = blobs
+        .iter()
+        .map(|c| {
+            if c.h() < 3 * MIN_SEED_HEIGHT || c.w() < 3 * MIN_SEED_HEIGHT {
+                return true;
+            }
+            let m = (c.h() / CONTAINER_MARGIN).max(3);
+            let from = blobs.partition_point(|b| b.x0 <= c.x0 + m);
+            // Centred in it, as initials in a circle and a count on a badge are (the counter
+            // of an "a" inside letters merged into one blob is not).
+            let (cx, cy) = (c.x0 + c.x1, c.y0 + c.y1);
+            !blobs[from..]
+                .iter()
+                .take_while(|b| b.x0 < c.x1 - m)
+                .any(|b| {
+                    b.h() >= MIN_SEED_HEIGHT
+                        && b.x1 <= c.x1 - m
+                        && b.y0 >= c.y0 + m
+                        && b.y1 <= c.y1 - m
+                        && c.h() * 5 >= b.h() * 8
+                        && (b.y0 + b.y1 - cy).abs() * 10 <= c.h() * 3
+                        && blobs[from..]
+                            .iter()
+                            .take_while(|o| o.x0 < c.x1 - m)
+                            .filter(|o| o.h() >= MIN_SEED_HEIGHT && o.y0 >= c.y0 + m && o.y1 <= c.y1 - m && o.x1 <= c.x1 - m)
+                            .fold(None, |acc: Option<(i32, i32)>, o| {
+                                Some(acc.map_or((o.x0, o.x1), |(a, z)| (a.min(o.x0), z.max(o.x1))))
+                            })
+                            .is_some_and(|(a, z)| (a + z - cx).abs() * 10 <= c.w() * 3)
+                })
+        })
+        .collect();
+    let mut k = keep.iter();
+    blobs.retain(|_| *k.next().unwrap_or(&true));
+}
+
 /// Chain blobs left to right into labels (first pass: same baseline band, gap below a word space),
 /// then split each chain at rules and at gaps measured against its own letters (second pass).
 fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
     blobs.retain(|b| b.h() <= MAX_TEXT_HEIGHT && b.w() <= 8 * MAX_TEXT_HEIGHT);
     blobs.sort_by_key(|b| (b.x0, b.y0));
+    drop_containers(&mut blobs);
 
     struct Open {
         blobs: Vec<Blob>,
@@ -958,6 +1018,14 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
         if text_h < MIN_SEED_HEIGHT {
             continue;
         }
+        // Rules are judged against the letters, not the median blob: with a button's two sides
+        // in a two-letter label ("OK") half the blobs are sides. Blobs over 1.5 times the lower
+        // quartile (sides, pill ends) are left out of the letters' height.
+        let rule_h = {
+            let lq = hs[hs.len() / 4];
+            let mut core: Vec<i32> = hs.iter().copied().filter(|&h| h * 2 <= lq * 3).collect();
+            median(&mut core).max(MIN_SEED_HEIGHT)
+        };
         // Gaps are judged against the letter height (upper quartile: capitals and ascenders,
         // which nearly every label has), not the median blob, which at scale 2 is often an
         // x-height letter and would cut "Mar 3, 2024" at its word spaces.
@@ -977,7 +1045,7 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
         let mut parts: Vec<Vec<Blob>> = Vec::new();
         let mut leading: Vec<Blob> = Vec::new();
         for b in chain {
-            if is_rule(&b, text_h) {
+            if is_rule(&b, rule_h) || is_arc(&b, rule_h) {
                 parts.push(std::mem::take(&mut part));
                 leading.clear();
                 continue;
@@ -1022,7 +1090,35 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
         parts.push(part);
         pieces.extend(parts.into_iter().map(|p| (p, text_h)));
     }
-    for (p, text_h, mono) in join_monospace(pieces) {
+    let joined = join_monospace(pieces);
+    // The two curved ends of a pill or the two halves of a circle, chained on their own because
+    // the text between them is much shorter, are the container's outline: not a label.
+    let seed_box = |p: &[Blob]| {
+        p.iter()
+            .filter(|b| b.h() >= MIN_SEED_HEIGHT)
+            .fold(None, |acc: Option<Rect>, b| {
+                let r = Rect::new(b.x0, b.y0, b.w(), b.h());
+                Some(acc.map_or(r, |a| a.union(&r)))
+            })
+    };
+    let boxes: Vec<Option<Rect>> = joined.iter().map(|(p, _, _)| seed_box(p)).collect();
+    let outline = |i: usize| {
+        let seeds: Vec<&Blob> = joined[i].0.iter().filter(|b| b.h() >= MIN_SEED_HEIGHT).collect();
+        let Some(o) = boxes[i] else { return false };
+        seeds.len() == 2
+            && seeds.iter().all(|b| b.w() * 2 <= b.h() + 2)
+            && boxes.iter().enumerate().any(|(j, r)| {
+                j != i
+                    && r.is_some_and(|r| {
+                        r.x >= o.x && r.right() <= o.right() && r.y > o.y && r.bottom() < o.bottom()
+                    })
+            })
+    };
+    let outlines: Vec<bool> = (0..joined.len()).map(outline).collect();
+    for (i, (p, text_h, mono)) in joined.into_iter().enumerate() {
+        if outlines[i] {
+            continue;
+        }
         let mut r = Rect::default();
         for b in &p {
             if b.h() >= MIN_SEED_HEIGHT || p.len() <= 3 {

@@ -190,6 +190,23 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
     }
 }
 
+/// The most common colour (quantised to 5 bits a channel) in `r`: the fill behind a label.
+fn background(rgba: &[u8], width: u32, height: u32, r: &Rect) -> [u8; 3] {
+    let r = r.intersection(&Rect::new(0, 0, width as i32, height as i32));
+    let mut hist: HashMap<u16, (u32, [u8; 3])> = HashMap::new();
+    for y in (r.y..r.bottom()).step_by(2) {
+        for x in (r.x..r.right()).step_by(2) {
+            let i = (y as usize * width as usize + x as usize) * 4;
+            let c = [rgba[i], rgba[i + 1], rgba[i + 2]];
+            let q = ((c[0] as u16 >> 3) << 10) | ((c[1] as u16 >> 3) << 5) | (c[2] as u16 >> 3);
+            hist.entry(q).or_insert((0, c)).0 += 1;
+        }
+    }
+    hist.into_iter()
+        .max_by_key(|(q, v)| (v.0, *q))
+        .map_or([255; 3], |(_, v)| v.1)
+}
+
 /// Blur, in multiples of the upscale factor, that turns an upscaled bitmap font smooth.
 const BITMAP_BLUR: f64 = 0.3;
 
@@ -382,7 +399,7 @@ pub fn recognise(
         }
     }
     // Monospace lines are rows of a terminal or an editor, never a wrapped name.
-    let mut labels = join_wrapped(labels);
+    let mut labels = join_wrapped(labels, |r| background(rgba, width, height, r));
     labels.extend(lined);
     Ok((labels, todo.len()))
 }
@@ -390,8 +407,9 @@ pub fn recognise(
 /// A wrapped name (an icon's file name under the icon) is drawn as lines centred on one axis,
 /// set closer than a line height apart and of different widths: join them into one label, as
 /// the name is one thing to click. Lines of one width on one axis are left-aligned rows (table
-/// cells, log lines), not a wrap. A line broken after "-", "_", "." or "/" joins without a space.
-fn join_wrapped(mut labels: Vec<Label>) -> Vec<Label> {
+/// cells, log lines), not a wrap, and a line on another fill (a badge under a time) is another
+/// widget. A line broken after "-", "_", "." or "/" joins without a space.
+fn join_wrapped(mut labels: Vec<Label>, bg: impl Fn(&Rect) -> [u8; 3]) -> Vec<Label> {
     labels.sort_by_key(|l| (l.rect.y, l.rect.x));
     let mut used = vec![false; labels.len()];
     let mut out = Vec::with_capacity(labels.len());
@@ -407,13 +425,19 @@ fn join_wrapped(mut labels: Vec<Label>) -> Vec<Label> {
             let below = (i + 1..labels.len()).find(|&j| {
                 let r = labels[j].rect;
                 !used[j]
-                    && r.y >= last.bottom() - 1
-                    && (r.y - last.bottom()) * 2 <= last.h
-                    && ((2 * r.x + r.w) - axis).abs() <= 4
+                    // Below the line's middle (word boxes overlap a little), within a line
+                    // height of it.
+                    && r.y * 2 >= 2 * last.y + last.h
+                    && (r.y - last.bottom()) * 5 <= last.h * 4
+                    && ((2 * r.x + r.w) - axis).abs() <= 6
                     && (r.w - last.w).abs() >= 3
                     && (r.h - last.h).abs() * 10 <= 3 * r.h.max(last.h)
             });
             let Some(j) = below else { break };
+            let (a, b) = (bg(&last), bg(&labels[j].rect));
+            if (0..3).any(|k| a[k].abs_diff(b[k]) > 40) {
+                break;
+            }
             used[j] = true;
             let glue = if joined.text.ends_with(['-', '_', '.', '/']) {
                 ""
@@ -745,7 +769,7 @@ mod tests {
             l("cc -c util.c", 400, 64, 80),
             l("Name", 600, 50, 40),
             l("Size", 600, 64, 30),
-        ]);
+        ], |_| [255; 3]);
         let texts: Vec<&str> = got.iter().map(|l| l.text.as_str()).collect();
         assert_eq!(
             texts,
