@@ -137,7 +137,15 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
     let render = |dist: &[u8]| {
         let gray = GrayImage::from_fn(cw as u32, ch as u32, |x, y| {
             let d = dist[y as usize * cw + x as usize] as u32;
-            image::Luma([255 - (d * 255 / top).min(255) as u8])
+            let v = (d * 255 / top).min(255);
+            // Monospace code and terminal text has one-pixel strokes that anti-aliasing leaves
+            // half grey (an underscore, the dot of a ":"), which Tesseract drops: darken them.
+            let v = if line.mono {
+                ((v as f64 / 255.0).sqrt() * 255.0) as u32
+            } else {
+                v
+            };
+            image::Luma([255 - v as u8])
         });
         let gray = if scale > 1.01 {
             let up = imageops::resize(
@@ -523,12 +531,26 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Label> {
     groups
         .into_iter()
         .filter_map(|g| {
-            let text = key_names(&clean_text(
-                &g.iter()
-                    .map(|w| w.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            ));
+            // The baseline: the bottom most words share (those without descenders).
+            let mut bottoms: HashMap<i32, usize> = HashMap::new();
+            for w in &g {
+                *bottoms.entry(w.y + w.h).or_default() += 1;
+            }
+            let base = bottoms
+                .iter()
+                .max_by_key(|(b, n)| (**n, -**b))
+                .map_or(0, |(b, _)| *b);
+            let top = g.iter().map(|w| w.y).min().unwrap_or(0);
+            let mut joined = String::new();
+            for (k, w) in g.iter().enumerate() {
+                if k > 0 {
+                    let underscore = strip.mono
+                        && low_stroke_between(&strip.gray, g[k - 1], w, base, base - top);
+                    joined.push_str(if underscore { "_" } else { " " });
+                }
+                joined.push_str(&w.text);
+            }
+            let text = key_names(&clean_text(&joined));
             let conf = g.iter().map(|w| w.conf).sum::<f32>() / g.len() as f32 / 100.0;
             if !plausible(&text, conf) {
                 return None;
@@ -550,6 +572,33 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Label> {
             })
         })
         .collect()
+}
+
+/// Is the gap between two words of a monospace strip bridged by a low flat stroke (an
+/// underscore)? Tesseract reads the "_" of `find_lines` as a space; in a monospace line a space
+/// is an empty cell, so ink under the baseline (`base`, strip pixels; `h` the letters' height)
+/// across most of the gap is the underscore.
+fn low_stroke_between(gray: &GrayImage, a: &RawWord, b: &RawWord, base: i32, h: i32) -> bool {
+    let (x0, x1) = (a.x + a.w, b.x);
+    if x1 - x0 < 2 || h <= 0 {
+        return false;
+    }
+    // An underscore hangs just under the baseline, above where descenders end (a third of the
+    // letters' height under it); a rule under the line (an editor's current-line frame) lies
+    // lower.
+    let (y0, y1) = (base + 1, base + h * 3 / 10);
+    let inked = (x0..x1)
+        .filter(|&x| {
+            (y0..=y1).any(|y| {
+                x >= 0
+                    && y >= 0
+                    && (x as u32) < gray.width()
+                    && (y as u32) < gray.height()
+                    && gray.get_pixel(x as u32, y as u32).0[0] < 200
+            })
+        })
+        .count() as i32;
+    inked * 10 >= (x1 - x0) * 7
 }
 
 /// Trim border fragments that a crop can pick up at its ends (`|`, stray brackets, quotes).
