@@ -577,10 +577,15 @@ fn is_rule(b: &Blob, text_h: i32) -> bool {
 }
 
 /// The curved end of a pill or one side of a circle drawn around text (a badge, an avatar's
-/// initials): at most half as wide as tall and over twice the letters' height. A bracket of the
-/// text's own font is shorter (1.5–1.9 times its x-height).
+/// initials): at most half as wide as tall and over twice the letters' height, or a wide arc
+/// over 1.5 times it. A bracket of the text's own font is thin and 1.5–1.9 times its x-height.
 fn is_arc(b: &Blob, letter_h: i32) -> bool {
-    b.w() * 2 <= b.h() + 2 && b.h() >= 2 * letter_h + 1
+    // A pill's end is a wide arc (its radius is half its height) and may be only 1.5 times the
+    // letters' height; a bracket is a thin one.
+    let wide = b.w() * 5 >= b.h() * 2;
+    // (+4: a blob of the edge mask is a column wider than the arc's ink on each side.)
+    b.w() * 2 <= b.h() + 4
+        && (b.h() >= 2 * letter_h + 1 || (wide && b.h() * 2 >= letter_h * 3))
 }
 
 /// Narrow for its height: a stroke or a border side with its rounded corners.
