@@ -550,7 +550,7 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Label> {
                 }
                 joined.push_str(&w.text);
             }
-            let text = key_names(&clean_text(&joined));
+            let text = ranges(&key_names(&clean_text(&joined)));
             let conf = g.iter().map(|w| w.conf).sum::<f32>() / g.len() as f32 / 100.0;
             if !plausible(&text, conf) {
                 return None;
@@ -683,6 +683,27 @@ fn key_names(text: &str) -> String {
     words.into_iter().map(fix_word).collect::<Vec<_>>().join(" ")
 }
 
+/// A dash between two numbers ("9:30 – 10:00", "2023 – 2024") is a range, which is set with an
+/// en dash; Tesseract reads that narrower dash as an em dash "—". Other dashes are left alone.
+fn ranges(text: &str) -> String {
+    let words: Vec<&str> = text.split(' ').collect();
+    let digit_end = |w: &str| w.chars().last().is_some_and(|c| c.is_ascii_digit());
+    let digit_start = |w: &str| w.chars().next().is_some_and(|c| c.is_ascii_digit());
+    words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let between = i > 0 && i + 1 < words.len();
+            if *w == "—" && between && digit_end(words[i - 1]) && digit_start(words[i + 1]) {
+                "–".to_string()
+            } else {
+                w.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Single symbols that are whole labels on keypads and toolbars.
 const SYMBOL_KEYS: &str = "+-*/=×÷%<>()";
 
@@ -801,6 +822,13 @@ mod tests {
         for same in ["Film", "Fil and more", "a+b", "C++", "Ctri", "F99", "Size (KB)"] {
             assert_eq!(key_names(same), same);
         }
+    }
+
+    #[test]
+    fn a_dash_between_numbers_is_a_range() {
+        assert_eq!(ranges("9:30 — 10:00 Standup"), "9:30 – 10:00 Standup");
+        assert_eq!(ranges("Files — Downloads"), "Files — Downloads");
+        assert_eq!(ranges("—"), "—");
     }
 
     #[test]
