@@ -981,6 +981,11 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
                     .map(|b| b.h())
                     .filter(|&h| h >= MIN_SEED_HEIGHT)
                     .collect();
+                // Punctuation-sized parts (the two halves of a "+" whose bar cuts its stem) must
+                // not shrink the label's height, or the next letter no longer fits it.
+                if hs.iter().any(|&h| h > PUNCT_MAX_H) {
+                    hs.retain(|&h| h > PUNCT_MAX_H);
+                }
                 o.core_h = median(&mut hs).max(MIN_SEED_HEIGHT);
             }
             None => {
