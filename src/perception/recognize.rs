@@ -415,9 +415,13 @@ pub fn recognise(
 /// A wrapped name (an icon's file name under the icon) is drawn as lines centred on one axis,
 /// set closer than a line height apart and of different widths: join them into one label, as
 /// the name is one thing to click. Lines of one width on one axis are left-aligned rows (table
-/// cells, log lines), not a wrap, and a line on another fill (a badge under a time) is another
-/// widget. A line broken after "-", "_", "." or "/" joins without a space.
+/// cells, log lines), not a wrap, unless the upper one ends where a name breaks ("-", "_",
+/// "/"); and a line on another fill (a badge under a time) is another widget. A line broken
+/// after "-", "_", "." or "/" joins without a space.
 fn join_wrapped(mut labels: Vec<Label>, bg: impl Fn(&Rect) -> [u8; 3]) -> Vec<Label> {
+    // A line that ends in a break character was broken there: it goes on below, whatever the
+    // widths.
+    let broken = |t: &str| t.ends_with(['-', '_', '/']);
     labels.sort_by_key(|l| (l.rect.y, l.rect.x));
     let mut used = vec![false; labels.len()];
     let mut out = Vec::with_capacity(labels.len());
@@ -438,7 +442,7 @@ fn join_wrapped(mut labels: Vec<Label>, bg: impl Fn(&Rect) -> [u8; 3]) -> Vec<La
                     && r.y * 2 >= 2 * last.y + last.h
                     && (r.y - last.bottom()) * 5 <= last.h * 4
                     && ((2 * r.x + r.w) - axis).abs() <= 6
-                    && (r.w - last.w).abs() >= 3
+                    && ((r.w - last.w).abs() >= 3 || broken(&joined.text))
                     && (r.h - last.h).abs() * 10 <= 3 * r.h.max(last.h)
             });
             let Some(j) = below else { break };
