@@ -113,8 +113,15 @@ impl Tally {
     }
     /// One row per kind of text: labels, found, recall; then overall recall and precision.
     fn kind_table(&self) -> String {
-        let mut t = format!("{:<14} {:>7} {:>7} {:>8}\n", "kind", "labels", "found", "recall");
-        for (k, s) in self.kinds.iter().filter(|(k, _)| k.as_str() != eval::PLACEHOLDER) {
+        let mut t = format!(
+            "{:<14} {:>7} {:>7} {:>8}\n",
+            "kind", "labels", "found", "recall"
+        );
+        for (k, s) in self
+            .kinds
+            .iter()
+            .filter(|(k, _)| k.as_str() != eval::PLACEHOLDER)
+        {
             t.push_str(&format!(
                 "{:<14} {:>7} {:>7} {:>7.1}%\n",
                 k,

@@ -170,7 +170,11 @@ pub fn score(
     count_junk: bool,
 ) -> Score {
     let mut s = Score::default();
-    for l in gt.labels.iter().filter(|l| l.kind() != PLACEHOLDER && keep(l)) {
+    for l in gt
+        .labels
+        .iter()
+        .filter(|l| l.kind() != PLACEHOLDER && keep(l))
+    {
         s.labels += 1;
         if l.found_in(targets) {
             s.found += 1;
@@ -191,7 +195,8 @@ pub fn junk<'a>(gt: &GroundTruth, targets: &'a [Found]) -> Vec<&'a Found> {
         .iter()
         .filter(|t| {
             !gt.labels.iter().any(|l| {
-                let inside = |b: &GtBox| b.rect().expand_within(3, &bounds).contains(t.rect.centre());
+                let inside =
+                    |b: &GtBox| b.rect().expand_within(3, &bounds).contains(t.rect.centre());
                 inside(&l.bbox) || l.line.as_ref().is_some_and(|ln| inside(&ln.bbox))
             })
         })

@@ -584,8 +584,7 @@ fn is_arc(b: &Blob, letter_h: i32) -> bool {
     // letters' height; a bracket is a thin one.
     let wide = b.w() * 5 >= b.h() * 2;
     // (+4: a blob of the edge mask is a column wider than the arc's ink on each side.)
-    b.w() * 2 <= b.h() + 4
-        && (b.h() >= 2 * letter_h + 1 || (wide && b.h() * 2 >= letter_h * 3))
+    b.w() * 2 <= b.h() + 4 && (b.h() >= 2 * letter_h + 1 || (wide && b.h() * 2 >= letter_h * 3))
 }
 
 /// Narrow for its height: a stroke or a border side with its rounded corners.
@@ -758,13 +757,14 @@ fn mono_grid(edges: &(Vec<i32>, Vec<i32>), text_h: i32) -> Option<Grid> {
 /// Returns each piece with its text height and whether it is monospace.
 fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, bool)> {
     let band = |p: &[Blob]| {
-        p.iter()
-            .filter(|b| b.h() >= MIN_SEED_HEIGHT)
-            .fold(None, |acc: Option<(i32, i32, i32, i32)>, b| {
+        p.iter().filter(|b| b.h() >= MIN_SEED_HEIGHT).fold(
+            None,
+            |acc: Option<(i32, i32, i32, i32)>, b| {
                 Some(acc.map_or((b.x0, b.y0, b.x1, b.y1), |(x0, y0, x1, y1)| {
                     (x0.min(b.x0), y0.min(b.y0), x1.max(b.x1), y1.max(b.y1))
                 }))
-            })
+            },
+        )
     };
     pieces.retain(|(p, _)| !p.is_empty());
     pieces.sort_by_key(|(p, _)| band(p).map_or(i32::MAX, |b| b.0));
@@ -909,7 +909,12 @@ fn drop_containers(blobs: &mut Vec<Blob>) {
                         && blobs[from..]
                             .iter()
                             .take_while(|o| o.x0 < c.x1 - m)
-                            .filter(|o| o.h() >= MIN_SEED_HEIGHT && o.y0 >= c.y0 + m && o.y1 <= c.y1 - m && o.x1 <= c.x1 - m)
+                            .filter(|o| {
+                                o.h() >= MIN_SEED_HEIGHT
+                                    && o.y0 >= c.y0 + m
+                                    && o.y1 <= c.y1 - m
+                                    && o.x1 <= c.x1 - m
+                            })
                             .fold(None, |acc: Option<(i32, i32)>, o| {
                                 Some(acc.map_or((o.x0, o.x1), |(a, z)| (a.min(o.x0), z.max(o.x1))))
                             })
@@ -1115,7 +1120,11 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
     };
     let boxes: Vec<Option<Rect>> = joined.iter().map(|(p, _, _)| seed_box(p)).collect();
     let outline = |i: usize| {
-        let seeds: Vec<&Blob> = joined[i].0.iter().filter(|b| b.h() >= MIN_SEED_HEIGHT).collect();
+        let seeds: Vec<&Blob> = joined[i]
+            .0
+            .iter()
+            .filter(|b| b.h() >= MIN_SEED_HEIGHT)
+            .collect();
         let Some(o) = boxes[i] else { return false };
         seeds.len() == 2
             && seeds.iter().all(|b| b.w() * 2 <= b.h() + 2)

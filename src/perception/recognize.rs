@@ -651,7 +651,11 @@ fn key_names(text: &str) -> String {
         (1..=24).contains(&n).then(|| format!("F{digits}"))
     };
     let ctrl = |p: &str| {
-        matches!(p, "Ctri" | "Ctr1" | "CtrI" | "Ctr|" | "Ctr" | "Ctl" | "Cirl" | "Ctrl").then(|| "Ctrl".to_string())
+        matches!(
+            p,
+            "Ctri" | "Ctr1" | "CtrI" | "Ctr|" | "Ctr" | "Ctl" | "Cirl" | "Ctrl"
+        )
+        .then(|| "Ctrl".to_string())
     };
     let fix_word = |w: &str| -> String {
         if w.contains('+') && w.len() > 1 {
@@ -684,7 +688,11 @@ fn key_names(text: &str) -> String {
             return f;
         }
     }
-    words.into_iter().map(fix_word).collect::<Vec<_>>().join(" ")
+    words
+        .into_iter()
+        .map(fix_word)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A dash between two numbers ("9:30 – 10:00", "2023 – 2024") is a range, which is set with an
@@ -823,7 +831,15 @@ mod tests {
         assert_eq!(key_names("Alt+Fl2"), "Alt+F12");
         assert_eq!(key_names("Fil"), "F11");
         assert_eq!(key_names("Ctri+Shift+T new tab"), "Ctrl+Shift+T new tab");
-        for same in ["Film", "Fil and more", "a+b", "C++", "Ctri", "F99", "Size (KB)"] {
+        for same in [
+            "Film",
+            "Fil and more",
+            "a+b",
+            "C++",
+            "Ctri",
+            "F99",
+            "Size (KB)",
+        ] {
             assert_eq!(key_names(same), same);
         }
     }
@@ -843,18 +859,27 @@ mod tests {
             conf: 0.9,
         };
         // "invoice_2024-" over "03.pdf", centred under an icon; a left-aligned row pair.
-        let got = join_wrapped(vec![
-            l("invoice_2024-", 100, 50, 80),
-            l("03.pdf", 118, 64, 44),
-            l("cc -c main.c", 400, 50, 80),
-            l("cc -c util.c", 400, 64, 80),
-            l("Name", 600, 50, 40),
-            l("Size", 600, 64, 30),
-        ], |_| [255; 3]);
+        let got = join_wrapped(
+            vec![
+                l("invoice_2024-", 100, 50, 80),
+                l("03.pdf", 118, 64, 44),
+                l("cc -c main.c", 400, 50, 80),
+                l("cc -c util.c", 400, 64, 80),
+                l("Name", 600, 50, 40),
+                l("Size", 600, 64, 30),
+            ],
+            |_| [255; 3],
+        );
         let texts: Vec<&str> = got.iter().map(|l| l.text.as_str()).collect();
         assert_eq!(
             texts,
-            ["invoice_2024-03.pdf", "cc -c main.c", "Name", "cc -c util.c", "Size"]
+            [
+                "invoice_2024-03.pdf",
+                "cc -c main.c",
+                "Name",
+                "cc -c util.c",
+                "Size"
+            ]
         );
         assert_eq!(got[0].rect, Rect::new(100, 50, 80, 24));
     }

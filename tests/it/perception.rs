@@ -212,7 +212,8 @@ fn a_terminal_line_a_typed_value_a_wrapped_name_and_a_badge_are_read_whole() {
     };
     let term = texts("terminal-light-1x");
     assert!(
-        term.iter().any(|t| t.ends_with("$ echo hello from voxdesk")),
+        term.iter()
+            .any(|t| t.ends_with("$ echo hello from voxdesk")),
         "{term:?}"
     );
     assert!(term.iter().any(|t| t == "hello from voxdesk"), "{term:?}");

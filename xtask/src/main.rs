@@ -602,8 +602,14 @@ fn fixtures() -> Result<()> {
     // widened set (terminal, code, menus with shortcuts, icon grid, chat and mail, calendar and
     // spreadsheet) light and dark at 1x and light at 2x, which keeps the PNGs few.
     let pages_variants: &[(&str, &[(&str, u32)])] = &[
-        ("files", &[("light", 1), ("light", 2), ("dark", 1), ("dark", 2)]),
-        ("settings", &[("light", 1), ("light", 2), ("dark", 1), ("dark", 2)]),
+        (
+            "files",
+            &[("light", 1), ("light", 2), ("dark", 1), ("dark", 2)],
+        ),
+        (
+            "settings",
+            &[("light", 1), ("light", 2), ("dark", 1), ("dark", 2)],
+        ),
         ("terminal", &[("light", 1), ("dark", 1), ("light", 2)]),
         ("code", &[("light", 1), ("dark", 1), ("light", 2)]),
         ("menus", &[("light", 1), ("dark", 1), ("light", 2)]),
