@@ -1,4 +1,15 @@
-//! Scores targets against ground-truth labels: a label is found when a target has its exact text and a centre inside its box; a target inside no label is junk.
+//! Scores targets against ground-truth labels: a label is found when a target has its exact text and a centre inside its box (or, for a piece of one drawn line, when a target of that line reads it in place); a target inside no label is junk.
+//!
+//! Two rules keep the score honest where one text node is not one target:
+//! - A syntax-coloured terminal or code line is several text nodes (labels) but one drawn line,
+//!   and the loop wants the line. A label marked as part of a line (`line`) is also found by a
+//!   target centred in that line's box whose text contains the label's text where the label is:
+//!   the label starts within 1.5 character widths of where that text starts in the target.
+//! - A wrapped name (an icon's file name on two lines) is one text node whose box spans both
+//!   lines: only a target that reads the whole name counts. Half a name is not the name.
+//!
+//! Placeholders (`kind: "placeholder"`, the faint hint in an empty input) may be read or not:
+//! they count neither for recall nor as junk.
 
 use serde::Deserialize;
 
@@ -15,6 +26,65 @@ pub struct GtLabel {
     /// Text on a coloured fill (button, chip, badge) rather than the page background.
     #[serde(default)]
     pub on_colour: bool,
+    /// What the text is (the page's `data-kind`: "terminal", "code", "shortcut", "icon",
+    /// "avatar", "badge", "date", "button", ...); empty in old ground truth, read as "text".
+    #[serde(default)]
+    pub kind: String,
+    /// The drawn line this text node is a piece of (terminal and code lines).
+    #[serde(default)]
+    pub line: Option<GtLine>,
+}
+
+/// One drawn line made of several text nodes: its number within the page and its box.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct GtLine {
+    pub id: u32,
+    #[serde(flatten)]
+    pub bbox: GtBox,
+}
+
+/// The kind of labels that may be read or not.
+pub const PLACEHOLDER: &str = "placeholder";
+
+impl GtLabel {
+    /// The label's kind, "text" when the ground truth names none.
+    pub fn kind(&self) -> &str {
+        if self.kind.is_empty() {
+            "text"
+        } else {
+            &self.kind
+        }
+    }
+
+    /// Is this label read by one of `targets`?
+    pub fn found_in(&self, targets: &[Found]) -> bool {
+        let r = self.bbox.rect();
+        let want = norm(&self.text);
+        if targets
+            .iter()
+            .any(|t| r.contains(t.rect.centre()) && norm(&t.text) == want)
+        {
+            return true;
+        }
+        let Some(line) = &self.line else {
+            return false;
+        };
+        let b = line.bbox.rect();
+        let lr = Rect::new(b.x - 3, b.y - 3, b.w + 6, b.h + 6);
+        targets.iter().any(|t| {
+            if !lr.contains(t.rect.centre()) {
+                return false;
+            }
+            let text = norm(&t.text);
+            let n = text.chars().count().max(1);
+            let cw = t.rect.w as f64 / n as f64;
+            text.match_indices(&want).any(|(i, _)| {
+                let k = text[..i].chars().count();
+                let at = t.rect.x as f64 + k as f64 * cw;
+                (at - self.bbox.x).abs() <= 1.5 * cw + 2.0
+            })
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -81,8 +151,14 @@ impl Score {
     }
 }
 
+/// Text as compared: whitespace collapsed, and typographic variants that OCR cannot tell from
+/// their plain forms (an ellipsis from three dots, curly from straight quotes) made plain.
 pub fn norm(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let plain = s
+        .replace('…', "...")
+        .replace(['‘', '’'], "'")
+        .replace(['“', '”'], "\"");
+    plain.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Score `targets` against the labels of `gt` that `keep` selects. Junk is counted over all
@@ -94,14 +170,13 @@ pub fn score(
     count_junk: bool,
 ) -> Score {
     let mut s = Score::default();
-    for l in gt.labels.iter().filter(|l| keep(l)) {
+    for l in gt
+        .labels
+        .iter()
+        .filter(|l| l.kind() != PLACEHOLDER && keep(l))
+    {
         s.labels += 1;
-        let r = l.bbox.rect();
-        let want = norm(&l.text);
-        if targets
-            .iter()
-            .any(|t| r.contains(t.rect.centre()) && norm(&t.text) == want)
-        {
+        if l.found_in(targets) {
             s.found += 1;
         }
     }
@@ -112,17 +187,17 @@ pub fn score(
     s
 }
 
-/// Targets whose centre lies in no label (grown by 3 px): text where the page has none.
+/// Targets whose centre lies in no label and no drawn line (grown by 3 px): text where the page
+/// has none.
 pub fn junk<'a>(gt: &GroundTruth, targets: &'a [Found]) -> Vec<&'a Found> {
     let bounds = Rect::new(0, 0, gt.width as i32, gt.height as i32);
     targets
         .iter()
         .filter(|t| {
             !gt.labels.iter().any(|l| {
-                l.bbox
-                    .rect()
-                    .expand_within(3, &bounds)
-                    .contains(t.rect.centre())
+                let inside =
+                    |b: &GtBox| b.rect().expand_within(3, &bounds).contains(t.rect.centre());
+                inside(&l.bbox) || l.line.as_ref().is_some_and(|ln| inside(&ln.bbox))
             })
         })
         .collect()
@@ -133,14 +208,10 @@ pub fn misses<'a>(gt: &'a GroundTruth, targets: &[Found]) -> Vec<(&'a GtLabel, O
     gt.labels
         .iter()
         .filter_map(|l| {
-            let r = l.bbox.rect();
-            let want = norm(&l.text);
-            if targets
-                .iter()
-                .any(|t| r.contains(t.rect.centre()) && norm(&t.text) == want)
-            {
+            if l.kind() == PLACEHOLDER || l.found_in(targets) {
                 return None;
             }
+            let r = l.bbox.rect();
             let near = targets
                 .iter()
                 .find(|t| r.intersects(&t.rect))

@@ -37,6 +37,9 @@ pub struct LineBox {
     /// "."), or "π". Tesseract reads these badly alone ("=" as "—") or cannot spell them ("÷",
     /// "π" are not in its English alphabet).
     pub glyph: Option<char>,
+    /// The glyphs sit on one fixed pitch (a monospace font: a terminal or code line). Such a
+    /// line is one run of text: its spaces are characters, not gaps between widgets.
+    pub mono: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -307,6 +310,7 @@ fn flat_glyphs(rgba: &[u8], width: usize, blobs: &[Blob], lines: &[LineBox]) -> 
                 rect,
                 text_h: rect.h.max(MIN_SEED_HEIGHT),
                 glyph,
+                mono: false,
             })
         })
         .collect();
@@ -572,6 +576,17 @@ fn is_rule(b: &Blob, text_h: i32) -> bool {
     is_thin(b) && b.h() as f64 > 1.8 * text_h as f64
 }
 
+/// The curved end of a pill or one side of a circle drawn around text (a badge, an avatar's
+/// initials): at most half as wide as tall and over twice the letters' height, or a wide arc
+/// over 1.5 times it. A bracket of the text's own font is thin and 1.5–1.9 times its x-height.
+fn is_arc(b: &Blob, letter_h: i32) -> bool {
+    // A pill's end is a wide arc (its radius is half its height) and may be only 1.5 times the
+    // letters' height; a bracket is a thin one.
+    let wide = b.w() * 5 >= b.h() * 2;
+    // (+4: a blob of the edge mask is a column wider than the arc's ink on each side.)
+    b.w() * 2 <= b.h() + 4 && (b.h() >= 2 * letter_h + 1 || (wide && b.h() * 2 >= letter_h * 3))
+}
+
 /// Narrow for its height: a stroke or a border side with its rounded corners.
 fn is_thin(b: &Blob) -> bool {
     b.w() <= 8.max(b.h() / 4)
@@ -585,11 +600,338 @@ fn median(v: &mut [i32]) -> i32 {
     v[v.len() / 2]
 }
 
+/// The widest space inside one monospace line that still joins it, in character cells: column
+/// alignment in `ls -l` and `df` output pads with several spaces (measured: up to 6; `ps`
+/// pads more and stays split).
+const MONO_MAX_GAP_CELLS: f64 = 8.0;
+/// How far (in cells) a glyph run's edge may sit from the grid of a monospace line (the
+/// letters' own side bearings and anti-aliasing move it by about a pixel at 14 px).
+const MONO_TOLERANCE: f64 = 0.18;
+/// The fewest glyph runs that establish a pitch on their own (fewer fit some grid by chance).
+const MONO_MIN_RUNS: usize = 6;
+/// How many line heights above or below a line another line's grid still applies to it (a
+/// terminal is one grid; a short line such as `hello` cannot show its pitch by itself).
+const MONO_GRID_REACH: i32 = 8;
+
+/// Left and right edges of the glyph runs of a piece: the blobs tall enough to seed a label.
+/// Letters of a monospace word touch and form one blob, but every blob starts where a character
+/// cell does and ends where one does.
+fn run_edges(blobs: &[Blob]) -> (Vec<i32>, Vec<i32>) {
+    let seeds = || blobs.iter().filter(|b| b.h() >= MIN_SEED_HEIGHT);
+    let mut a: Vec<i32> = seeds().map(|b| b.x0).collect();
+    let mut z: Vec<i32> = seeds().map(|b| b.x1).collect();
+    for v in [&mut a, &mut z] {
+        v.sort_unstable();
+        v.dedup();
+    }
+    (a, z)
+}
+
+/// A monospace grid in capture pixels: the character advance, and where run starts and run
+/// ends fall (each has its own offset: the letters' left and right bearings). The offsets are
+/// positions near the line that showed the grid, so that an error in the pitch does not add up
+/// over the whole width of the screen.
+#[derive(Debug, Clone, Copy)]
+struct Grid {
+    pitch: f64,
+    start: f64,
+    end: f64,
+}
+
+/// The phase that edges `xs` share: their circular mean, as a position near `xs[0]`.
+fn phase(xs: &[i32], p: f64) -> f64 {
+    let Some(&x0) = xs.first() else {
+        return 0.0;
+    };
+    let (mut sx, mut sy) = (0.0, 0.0);
+    for &x in xs {
+        let a = std::f64::consts::TAU * ((x - x0) as f64 / p);
+        sx += a.cos();
+        sy += a.sin();
+    }
+    x0 as f64 + sy.atan2(sx) / std::f64::consts::TAU * p
+}
+
+/// How many of `xs` lie within `MONO_TOLERANCE` cells of `phase + k * p`, and their summed
+/// distance from it (in cells).
+fn on_grid(xs: &[i32], p: f64, phase: f64) -> (usize, f64) {
+    let mut on = 0;
+    let mut dev = 0.0;
+    for &x in xs {
+        let r = (x as f64 - phase) / p;
+        let d = (r - r.round()).abs();
+        dev += d;
+        if d <= MONO_TOLERANCE {
+            on += 1;
+        }
+    }
+    (on, dev)
+}
+
+/// Nearly all of `n` edges on a grid: at most one in ten off it.
+fn nearly_all(on: usize, n: usize) -> bool {
+    on * 10 >= n * 9 && on + n / 10 >= n
+}
+
+impl Grid {
+    /// Do these runs sit on this grid: all (but one in ten) of their starts, and half of their
+    /// ends? Ends are the weaker witness: a letter whose right side is a flat stroke ("F", "r",
+    /// "7") ends, in the column-jump mask, where its stem does.
+    fn fits(&self, edges: &(Vec<i32>, Vec<i32>)) -> bool {
+        let (s, _) = on_grid(&edges.0, self.pitch, self.start);
+        let (e, _) = on_grid(&edges.1, self.pitch, self.end);
+        // One start may miss among five or more: a "T" or "7" starts, in the mask, at its stem.
+        let n = edges.0.len();
+        (nearly_all(s, n) || (n >= 5 && s + 1 >= n)) && e * 2 >= edges.1.len()
+    }
+}
+
+/// The grid of a monospace run: nearly every run starts and ends on one grid whose pitch is a
+/// plausible character advance for text `text_h` tall (0.55–1.15 of it: a monospace advance is
+/// 0.6 em, capitals 0.66–0.73 em). `None` for proportional text, whose word edges fall anywhere,
+/// and for runs too few to tell.
+fn mono_grid(edges: &(Vec<i32>, Vec<i32>), text_h: i32) -> Option<Grid> {
+    let (starts, ends) = (&edges.0, &edges.1);
+    let n = starts.len();
+    if n < MONO_MIN_RUNS || ends.is_empty() {
+        return None;
+    }
+    let x0 = starts[0];
+    // Coarse search over the first 24 cells or so (a pitch error adds up along a line), then a
+    // least-squares pitch over every run with the cell indices the coarse pitch gives.
+    let h = text_h.max(MIN_SEED_HEIGHT) as f64;
+    let near = starts
+        .iter()
+        .take_while(|&&x| ((x - x0) as f64) < 24.0 * 1.15 * h)
+        .count()
+        .max(MONO_MIN_RUNS.min(n));
+    let mut best: Option<(usize, f64, f64)> = None;
+    let mut p = 0.55 * h;
+    while p <= 1.15 * h {
+        let (on, dev) = on_grid(&starts[..near], p, phase(&starts[..near], p));
+        if best.is_none_or(|(bo, bd, _)| on > bo || (on == bo && dev < bd)) {
+            best = Some((on, dev, p));
+        }
+        p += 0.04;
+    }
+    let (_, _, mut p) = best?;
+    for _ in 0..2 {
+        let k: Vec<f64> = starts
+            .iter()
+            .map(|&x| ((x - x0) as f64 / p).round())
+            .collect();
+        let m = n as f64;
+        let (sk, sx) = (
+            k.iter().sum::<f64>(),
+            starts.iter().map(|&x| x as f64).sum::<f64>(),
+        );
+        let skk: f64 = k.iter().map(|v| v * v).sum();
+        let skx: f64 = k.iter().zip(starts).map(|(a, &b)| a * b as f64).sum();
+        let den = m * skk - sk * sk;
+        if den <= 0.0 {
+            return None;
+        }
+        p = (m * skx - sk * sx) / den;
+        if !(0.5 * h..=1.2 * h).contains(&p) {
+            return None;
+        }
+    }
+    let g = Grid {
+        pitch: p,
+        start: phase(starts, p),
+        end: phase(ends, p),
+    };
+    // At least twenty edges (or all of them) on the grid: a handful of words fits some grid by
+    // chance.
+    let (s, _) = on_grid(starts, p, g.start);
+    let (e, _) = on_grid(ends, p, g.end);
+    let all = n + ends.len();
+    (nearly_all(s, n) && e * 10 >= ends.len() * 7 && s + e + 2 >= all.min(20)).then_some(g)
+}
+
+/// Join pieces of one monospace line that the gap rules split: a space in a monospace font is
+/// a whole character cell, as wide as a word space of proportional text is not, and columns
+/// are padded with several. Two pieces on one row join when the edges of both sit on one grid
+/// (their own, or that of a monospace line close above or below of the same text size: a
+/// terminal is one grid) and the gap between them is at most `MONO_MAX_GAP_CELLS` cells.
+/// Returns each piece with its text height and whether it is monospace.
+fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, bool)> {
+    let band = |p: &[Blob]| {
+        p.iter().filter(|b| b.h() >= MIN_SEED_HEIGHT).fold(
+            None,
+            |acc: Option<(i32, i32, i32, i32)>, b| {
+                Some(acc.map_or((b.x0, b.y0, b.x1, b.y1), |(x0, y0, x1, y1)| {
+                    (x0.min(b.x0), y0.min(b.y0), x1.max(b.x1), y1.max(b.y1))
+                }))
+            },
+        )
+    };
+    pieces.retain(|(p, _)| !p.is_empty());
+    pieces.sort_by_key(|(p, _)| band(p).map_or(i32::MAX, |b| b.0));
+    let bands: Vec<Option<(i32, i32, i32, i32)>> = pieces.iter().map(|(p, _)| band(p)).collect();
+    let edges: Vec<(Vec<i32>, Vec<i32>)> = pieces.iter().map(|(p, _)| run_edges(p)).collect();
+    let own: Vec<Option<Grid>> = pieces
+        .iter()
+        .zip(&edges)
+        .map(|((_, h), e)| mono_grid(e, *h))
+        .collect();
+    // Grids established by a line of their own, with where they are and their text size.
+    let established: Vec<(Grid, (i32, i32, i32, i32), i32)> = own
+        .iter()
+        .enumerate()
+        .filter_map(|(i, g)| Some(((*g)?, bands[i]?, pieces[i].1)))
+        .collect();
+    let nearby = |b: (i32, i32, i32, i32), text_h: i32| {
+        // Text heights of short pieces are rough (one tall "@" moves the median), so the size
+        // test is the pitch's: a plausible advance for this text too.
+        established.iter().filter(move |(g, gb, _)| {
+            let reach = MONO_GRID_REACH * (b.3 - b.1).max(1);
+            let h = text_h.max(MIN_SEED_HEIGHT) as f64;
+            (0.5 * h..=1.2 * h).contains(&g.pitch)
+                && gb.0 < b.2
+                && b.0 < gb.2
+                && gb.1 - b.3 < reach
+                && b.1 - gb.3 < reach
+        })
+    };
+    let mut used = vec![false; pieces.len()];
+    let mut out = Vec::with_capacity(pieces.len());
+    for i in 0..pieces.len() {
+        if used[i] {
+            continue;
+        }
+        used[i] = true;
+        let (mut blobs, mut text_h) = pieces[i].clone();
+        let Some(mut cur) = bands[i] else {
+            out.push((blobs, text_h, false));
+            continue;
+        };
+        let mut cur_edges = edges[i].clone();
+        let mut grid = own[i];
+        loop {
+            // The nearest unused piece to the right on the same row, of the same text size.
+            let next = (0..pieces.len())
+                .filter(|&j| !used[j])
+                .filter_map(|j| bands[j].map(|b| (j, b)))
+                .filter(|&(j, b)| {
+                    let ov = cur.3.min(b.3) - cur.1.max(b.1);
+                    b.0 >= cur.2 - 1
+                        && ov * 5 >= (cur.3 - cur.1).min(b.3 - b.1) * 3
+                        && (pieces[j].1 - text_h).abs() * 5 <= text_h.max(pieces[j].1) * 2
+                })
+                .min_by_key(|&(_, b)| b.0);
+            let Some((j, b)) = next else { break };
+            let mut both = cur_edges.clone();
+            both.0.extend(&edges[j].0);
+            both.1.extend(&edges[j].1);
+            both.0.sort_unstable();
+            both.1.sort_unstable();
+            let h = text_h.max(pieces[j].1);
+            let whole = (cur.0, cur.1.min(b.1), b.2, cur.3.max(b.3));
+            // Both sides must sit on the grid: the one the joined run shows, or that of a line
+            // nearby, or either side's own.
+            let found = mono_grid(&both, h)
+                .into_iter()
+                .chain(grid)
+                .chain(own[j])
+                .chain(nearby(whole, h).map(|(g, _, _)| *g))
+                .find(|g| {
+                    g.fits(&cur_edges)
+                        && g.fits(&edges[j])
+                        && ((b.0 - cur.2) as f64) <= MONO_MAX_GAP_CELLS * g.pitch
+                });
+            // A short piece first on its row, then a wide gap: a column of its own (the line
+            // numbers in an editor's gutter), not the start of the line beside it.
+            let first_on_row = || {
+                !bands.iter().flatten().any(|o| {
+                    o.2 <= cur.0 && cur.0 - o.2 < 8 * (cur.3 - cur.1) && o.3 > cur.1 && o.1 < cur.3
+                })
+            };
+            // Across a wide gap (column padding) a grid that fits a side by chance is no
+            // evidence: one of the two sides must show the grid by itself.
+            let shown = grid.is_some() || own[j].is_some();
+            let found = found.filter(|g| {
+                let gap = (b.0 - cur.2) as f64;
+                let width = (cur.2 - cur.0) as f64;
+                (gap <= 1.5 * g.pitch || shown)
+                    && !(gap >= 2.0 * g.pitch && width <= 4.0 * g.pitch && first_on_row())
+            });
+            let Some(g) = found else { break };
+            used[j] = true;
+            blobs.extend(pieces[j].0.iter().copied());
+            cur_edges = both;
+            text_h = h;
+            cur = whole;
+            grid = Some(g);
+        }
+        // A short piece alone is monospace when a nearby line's grid fits it.
+        let mono = grid.is_some()
+            || (cur_edges.0.len() >= 2 && nearby(cur, text_h).any(|(g, _, _)| g.fits(&cur_edges)));
+        blobs.sort_by_key(|b| b.x0);
+        out.push((blobs, text_h, mono));
+    }
+    out
+}
+
+/// The least clear space between a container and the text inside it, as a share of the
+/// container's height (initials in a circle keep about a third of it above and below; a
+/// letter's counter, the inner edge of an "e" or "o" of bold text, is a stroke width inside).
+const CONTAINER_MARGIN: i32 = 4;
+
+/// Remove blobs that enclose text rather than draw it: the ring of an avatar's circle around
+/// its initials, a badge's outline. Such a ring is one blob much taller than the glyphs it
+/// holds, with clear space between them on every side (letters merged into one blob, such as
+/// "ppeara" with its descenders, hold their neighbours flush with their top); as a glyph of the label it makes
+/// Tesseract read "(aL)" for "AL". A "%" or "©" sized like its neighbours is no container: its
+/// parts touch its box. `blobs` is sorted by `x0`.
+fn drop_containers(blobs: &mut Vec<Blob>) {
+    let keep: Vec<bool> = blobs
+        .iter()
+        .map(|c| {
+            if c.h() < 3 * MIN_SEED_HEIGHT || c.w() < 3 * MIN_SEED_HEIGHT {
+                return true;
+            }
+            let m = (c.h() / CONTAINER_MARGIN).max(3);
+            let from = blobs.partition_point(|b| b.x0 <= c.x0 + m);
+            // Centred in it, as initials in a circle and a count on a badge are (the counter
+            // of an "a" inside letters merged into one blob is not).
+            let (cx, cy) = (c.x0 + c.x1, c.y0 + c.y1);
+            !blobs[from..]
+                .iter()
+                .take_while(|b| b.x0 < c.x1 - m)
+                .any(|b| {
+                    b.h() >= MIN_SEED_HEIGHT
+                        && b.x1 <= c.x1 - m
+                        && b.y0 >= c.y0 + m
+                        && b.y1 <= c.y1 - m
+                        && c.h() * 5 >= b.h() * 8
+                        && (b.y0 + b.y1 - cy).abs() * 10 <= c.h() * 3
+                        && blobs[from..]
+                            .iter()
+                            .take_while(|o| o.x0 < c.x1 - m)
+                            .filter(|o| {
+                                o.h() >= MIN_SEED_HEIGHT
+                                    && o.y0 >= c.y0 + m
+                                    && o.y1 <= c.y1 - m
+                                    && o.x1 <= c.x1 - m
+                            })
+                            .fold(None, |acc: Option<(i32, i32)>, o| {
+                                Some(acc.map_or((o.x0, o.x1), |(a, z)| (a.min(o.x0), z.max(o.x1))))
+                            })
+                            .is_some_and(|(a, z)| (a + z - cx).abs() * 10 <= c.w() * 3)
+                })
+        })
+        .collect();
+    let mut k = keep.iter();
+    blobs.retain(|_| *k.next().unwrap_or(&true));
+}
+
 /// Chain blobs left to right into labels (first pass: same baseline band, gap below a word space),
 /// then split each chain at rules and at gaps measured against its own letters (second pass).
 fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
     blobs.retain(|b| b.h() <= MAX_TEXT_HEIGHT && b.w() <= 8 * MAX_TEXT_HEIGHT);
     blobs.sort_by_key(|b| (b.x0, b.y0));
+    drop_containers(&mut blobs);
 
     struct Open {
         blobs: Vec<Blob>,
@@ -644,6 +986,11 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
                     .map(|b| b.h())
                     .filter(|&h| h >= MIN_SEED_HEIGHT)
                     .collect();
+                // Punctuation-sized parts (the two halves of a "+" whose bar cuts its stem) must
+                // not shrink the label's height, or the next letter no longer fits it.
+                if hs.iter().any(|&h| h > PUNCT_MAX_H) {
+                    hs.retain(|&h| h > PUNCT_MAX_H);
+                }
                 o.core_h = median(&mut hs).max(MIN_SEED_HEIGHT);
             }
             None => {
@@ -677,6 +1024,7 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
     chains.extend(open.into_iter().map(|o| o.blobs));
 
     let mut out = Vec::new();
+    let mut pieces: Vec<(Vec<Blob>, i32)> = Vec::new();
     for chain in chains {
         let mut hs: Vec<i32> = chain
             .iter()
@@ -687,6 +1035,14 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
         if text_h < MIN_SEED_HEIGHT {
             continue;
         }
+        // Rules are judged against the letters, not the median blob: with a button's two sides
+        // in a two-letter label ("OK") half the blobs are sides. Blobs over 1.5 times the lower
+        // quartile (sides, pill ends) are left out of the letters' height.
+        let rule_h = {
+            let lq = hs[hs.len() / 4];
+            let mut core: Vec<i32> = hs.iter().copied().filter(|&h| h * 2 <= lq * 3).collect();
+            median(&mut core).max(MIN_SEED_HEIGHT)
+        };
         // Gaps are judged against the letter height (upper quartile: capitals and ascenders,
         // which nearly every label has), not the median blob, which at scale 2 is often an
         // x-height letter and would cut "Mar 3, 2024" at its word spaces.
@@ -706,7 +1062,7 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
         let mut parts: Vec<Vec<Blob>> = Vec::new();
         let mut leading: Vec<Blob> = Vec::new();
         for b in chain {
-            if is_rule(&b, text_h) {
+            if is_rule(&b, rule_h) || is_arc(&b, rule_h) {
                 parts.push(std::mem::take(&mut part));
                 leading.clear();
                 continue;
@@ -749,33 +1105,67 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
             part.push(b);
         }
         parts.push(part);
-        for p in parts {
-            let mut r = Rect::default();
-            for b in &p {
-                if b.h() >= MIN_SEED_HEIGHT || p.len() <= 3 {
-                    r = r.union(&Rect::new(b.x0, b.y0, b.w(), b.h()));
-                } else {
-                    // Punctuation widens the box but must not stretch it vertically.
-                    r = r.union(&Rect::new(b.x0, r.y.max(b.y0).min(b.y1 - 1), b.w(), 1));
-                }
-            }
-            // A tiny speck is not a label, nor is a lone vertical line.
-            if r.w < 3 || r.h < MIN_SEED_HEIGHT || r.h > MAX_TEXT_HEIGHT {
-                continue;
-            }
-            if p.len() == 1 && is_thin(&p[0]) && r.h >= 20 && r.h >= 5 * r.w {
-                continue;
-            }
-            // Only tall thin strokes (the sides of buttons stacked in a grid): borders, not text.
-            if r.h > 24 && p.iter().all(|b| is_thin(b) || b.h() < MIN_SEED_HEIGHT) {
-                continue;
-            }
-            out.push(LineBox {
-                rect: r,
-                text_h,
-                glyph: None,
-            });
+        pieces.extend(parts.into_iter().map(|p| (p, text_h)));
+    }
+    let joined = join_monospace(pieces);
+    // The two curved ends of a pill or the two halves of a circle, chained on their own because
+    // the text between them is much shorter, are the container's outline: not a label.
+    let seed_box = |p: &[Blob]| {
+        p.iter()
+            .filter(|b| b.h() >= MIN_SEED_HEIGHT)
+            .fold(None, |acc: Option<Rect>, b| {
+                let r = Rect::new(b.x0, b.y0, b.w(), b.h());
+                Some(acc.map_or(r, |a| a.union(&r)))
+            })
+    };
+    let boxes: Vec<Option<Rect>> = joined.iter().map(|(p, _, _)| seed_box(p)).collect();
+    let outline = |i: usize| {
+        let seeds: Vec<&Blob> = joined[i]
+            .0
+            .iter()
+            .filter(|b| b.h() >= MIN_SEED_HEIGHT)
+            .collect();
+        let Some(o) = boxes[i] else { return false };
+        seeds.len() == 2
+            && seeds.iter().all(|b| b.w() * 2 <= b.h() + 2)
+            && boxes.iter().enumerate().any(|(j, r)| {
+                j != i
+                    && r.is_some_and(|r| {
+                        r.x >= o.x && r.right() <= o.right() && r.y > o.y && r.bottom() < o.bottom()
+                    })
+            })
+    };
+    let outlines: Vec<bool> = (0..joined.len()).map(outline).collect();
+    for (i, (p, text_h, mono)) in joined.into_iter().enumerate() {
+        if outlines[i] {
+            continue;
         }
+        let mut r = Rect::default();
+        for b in &p {
+            if b.h() >= MIN_SEED_HEIGHT || p.len() <= 3 {
+                r = r.union(&Rect::new(b.x0, b.y0, b.w(), b.h()));
+            } else {
+                // Punctuation widens the box but must not stretch it vertically.
+                r = r.union(&Rect::new(b.x0, r.y.max(b.y0).min(b.y1 - 1), b.w(), 1));
+            }
+        }
+        // A tiny speck is not a label, nor is a lone vertical line.
+        if r.w < 3 || r.h < MIN_SEED_HEIGHT || r.h > MAX_TEXT_HEIGHT {
+            continue;
+        }
+        if p.len() == 1 && is_thin(&p[0]) && r.h >= 20 && r.h >= 5 * r.w {
+            continue;
+        }
+        // Only tall thin strokes (the sides of buttons stacked in a grid): borders, not text.
+        if r.h > 24 && p.iter().all(|b| is_thin(b) || b.h() < MIN_SEED_HEIGHT) {
+            continue;
+        }
+        out.push(LineBox {
+            rect: r,
+            text_h,
+            glyph: None,
+            mono,
+        });
     }
     out.sort_by_key(|l| (l.rect.y, l.rect.x));
     out

@@ -53,6 +53,8 @@ pub struct Strip {
     pub scale: f64,
     /// White margin added around the scaled crop (x, y), in strip pixels.
     pub border: (u32, u32),
+    /// A monospace line (`LineBox::mono`): its words are one label however wide its spaces.
+    pub mono: bool,
     key: u64,
 }
 
@@ -141,7 +143,15 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
     let render = |dist: &[u8]| {
         let gray = GrayImage::from_fn(cw as u32, ch as u32, |x, y| {
             let d = dist[y as usize * cw + x as usize] as u32;
-            image::Luma([255 - (d * 255 / top).min(255) as u8])
+            let v = (d * 255 / top).min(255);
+            // Monospace code and terminal text has one-pixel strokes that anti-aliasing leaves
+            // half grey (an underscore, the dot of a ":"), which Tesseract drops: darken them.
+            let v = if line.mono {
+                ((v as f64 / 255.0).sqrt() * 255.0) as u32
+            } else {
+                v
+            };
+            image::Luma([255 - v as u8])
         });
         let gray = if scale > 1.01 {
             let up = imageops::resize(
@@ -190,7 +200,25 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         origin: (crop.x, crop.y),
         scale,
         border: (bx, by),
+        mono: line.mono,
     }
+}
+
+/// The most common colour (quantised to 5 bits a channel) in `r`: the fill behind a label.
+fn background(rgba: &[u8], width: u32, height: u32, r: &Rect) -> [u8; 3] {
+    let r = r.intersection(&Rect::new(0, 0, width as i32, height as i32));
+    let mut hist: HashMap<u16, (u32, [u8; 3])> = HashMap::new();
+    for y in (r.y..r.bottom()).step_by(2) {
+        for x in (r.x..r.right()).step_by(2) {
+            let i = (y as usize * width as usize + x as usize) * 4;
+            let c = [rgba[i], rgba[i + 1], rgba[i + 2]];
+            let q = ((c[0] as u16 >> 3) << 10) | ((c[1] as u16 >> 3) << 5) | (c[2] as u16 >> 3);
+            hist.entry(q).or_insert((0, c)).0 += 1;
+        }
+    }
+    hist.into_iter()
+        .max_by_key(|(q, v)| (v.0, *q))
+        .map_or([255; 3], |(_, v)| v.1)
 }
 
 /// Blur, in multiples of the upscale factor, that turns an upscaled bitmap font smooth.
@@ -436,12 +464,74 @@ pub fn recognise(
         }
     }
     let mut labels = shaped;
+    let mut lined = Vec::new();
     for s in &strips {
         if let Some(words) = cache.map.get(&s.key) {
-            labels.extend(words_to_labels(words, s));
+            if s.mono {
+                lined.extend(words_to_labels(words, s));
+            } else {
+                labels.extend(words_to_labels(words, s));
+            }
         }
     }
+    // Monospace lines are rows of a terminal or an editor, never a wrapped name.
+    let mut labels = join_wrapped(labels, |r| background(rgba, width, height, r));
+    labels.extend(lined);
     Ok((labels, todo.len()))
+}
+
+/// A wrapped name (an icon's file name under the icon) is drawn as lines centred on one axis,
+/// set closer than a line height apart and of different widths: join them into one label, as
+/// the name is one thing to click. Lines of one width on one axis are left-aligned rows (table
+/// cells, log lines), not a wrap, unless the upper one ends where a name breaks ("-", "_",
+/// "/"); and a line on another fill (a badge under a time) is another widget. A line broken
+/// after "-", "_", "." or "/" joins without a space.
+fn join_wrapped(mut labels: Vec<Label>, bg: impl Fn(&Rect) -> [u8; 3]) -> Vec<Label> {
+    // A line that ends in a break character was broken there: it goes on below, whatever the
+    // widths.
+    let broken = |t: &str| t.ends_with(['-', '_', '/']);
+    labels.sort_by_key(|l| (l.rect.y, l.rect.x));
+    let mut used = vec![false; labels.len()];
+    let mut out = Vec::with_capacity(labels.len());
+    for i in 0..labels.len() {
+        if used[i] {
+            continue;
+        }
+        used[i] = true;
+        let mut joined = labels[i].clone();
+        let mut last = labels[i].rect;
+        let axis = 2 * last.x + last.w;
+        loop {
+            let below = (i + 1..labels.len()).find(|&j| {
+                let r = labels[j].rect;
+                !used[j]
+                    // Below the line's middle (word boxes overlap a little), within a line
+                    // height of it.
+                    && r.y * 2 >= 2 * last.y + last.h
+                    && (r.y - last.bottom()) * 5 <= last.h * 4
+                    && ((2 * r.x + r.w) - axis).abs() <= 6
+                    && ((r.w - last.w).abs() >= 3 || broken(&joined.text))
+                    && (r.h - last.h).abs() * 10 <= 3 * r.h.max(last.h)
+            });
+            let Some(j) = below else { break };
+            let (a, b) = (bg(&last), bg(&labels[j].rect));
+            if (0..3).any(|k| a[k].abs_diff(b[k]) > 40) {
+                break;
+            }
+            used[j] = true;
+            let glue = if joined.text.ends_with(['-', '_', '.', '/']) {
+                ""
+            } else {
+                " "
+            };
+            joined.text = format!("{}{glue}{}", joined.text, labels[j].text);
+            joined.rect = joined.rect.union(&labels[j].rect);
+            joined.conf = joined.conf.min(labels[j].conf);
+            last = labels[j].rect;
+        }
+        out.push(joined);
+    }
+    out
 }
 
 /// What one worker read: each strip's index and its words.
@@ -501,7 +591,7 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Label> {
                 let gap = w.x - (prev.x + prev.w);
                 let wh = prev.h.max(w.h) as f64;
                 let same_row = (w.y + w.h / 2 - (prev.y + prev.h / 2)).abs() < (wh * 0.6) as i32;
-                gap as f64 > WORD_GAP * wh || !same_row
+                (gap as f64 > WORD_GAP * wh && !strip.mono) || !same_row
             }
         };
         if split {
@@ -513,12 +603,26 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Label> {
     groups
         .into_iter()
         .filter_map(|g| {
-            let text = clean_text(
-                &g.iter()
-                    .map(|w| w.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            );
+            // The baseline: the bottom most words share (those without descenders).
+            let mut bottoms: HashMap<i32, usize> = HashMap::new();
+            for w in &g {
+                *bottoms.entry(w.y + w.h).or_default() += 1;
+            }
+            let base = bottoms
+                .iter()
+                .max_by_key(|(b, n)| (**n, -**b))
+                .map_or(0, |(b, _)| *b);
+            let top = g.iter().map(|w| w.y).min().unwrap_or(0);
+            let mut joined = String::new();
+            for (k, w) in g.iter().enumerate() {
+                if k > 0 {
+                    let underscore = strip.mono
+                        && low_stroke_between(&strip.gray, g[k - 1], w, base, base - top);
+                    joined.push_str(if underscore { "_" } else { " " });
+                }
+                joined.push_str(&w.text);
+            }
+            let text = ranges(&key_names(&clean_text(&joined)));
             let conf = g.iter().map(|w| w.conf).sum::<f32>() / g.len() as f32 / 100.0;
             if !plausible(&text, conf) {
                 return None;
@@ -540,6 +644,33 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Label> {
             })
         })
         .collect()
+}
+
+/// Is the gap between two words of a monospace strip bridged by a low flat stroke (an
+/// underscore)? Tesseract reads the "_" of `find_lines` as a space; in a monospace line a space
+/// is an empty cell, so ink under the baseline (`base`, strip pixels; `h` the letters' height)
+/// across most of the gap is the underscore.
+fn low_stroke_between(gray: &GrayImage, a: &RawWord, b: &RawWord, base: i32, h: i32) -> bool {
+    let (x0, x1) = (a.x + a.w, b.x);
+    if x1 - x0 < 2 || h <= 0 {
+        return false;
+    }
+    // An underscore hangs just under the baseline, above where descenders end (a third of the
+    // letters' height under it); a rule under the line (an editor's current-line frame) lies
+    // lower.
+    let (y0, y1) = (base + 1, base + h * 3 / 10);
+    let inked = (x0..x1)
+        .filter(|&x| {
+            (y0..=y1).any(|y| {
+                x >= 0
+                    && y >= 0
+                    && (x as u32) < gray.width()
+                    && (y as u32) < gray.height()
+                    && gray.get_pixel(x as u32, y as u32).0[0] < 200
+            })
+        })
+        .count() as i32;
+    inked * 10 >= (x1 - x0) * 7
 }
 
 /// Trim border fragments that a crop can pick up at its ends (`|`, stray brackets, quotes).
@@ -565,6 +696,92 @@ fn clean_text(t: &str) -> String {
         }
     }
     s.to_string()
+}
+
+/// Keyboard shortcuts as menus print them ("Ctrl+S", "Shift+Ctrl+Z", "F11"), with the slips
+/// Tesseract makes on them undone: the "l" of "Ctrl" read as "i", "1" or dropped ("Ctri+S",
+/// "Ctr+O"), and the ones of a function key read as "l" or "i" ("Fil"). Only words shaped like a
+/// shortcut are touched: keys joined by "+", or a lone function key.
+fn key_names(text: &str) -> String {
+    let fkey = |p: &str| -> Option<String> {
+        let rest = p.strip_prefix('F')?;
+        if rest.is_empty() || rest.len() > 2 {
+            return None;
+        }
+        let digits: String = rest
+            .chars()
+            .map(|c| match c {
+                'l' | 'I' | 'i' | '|' => '1',
+                c => c,
+            })
+            .collect();
+        let n: u32 = digits.parse().ok()?;
+        (1..=24).contains(&n).then(|| format!("F{digits}"))
+    };
+    let ctrl = |p: &str| {
+        matches!(
+            p,
+            "Ctri" | "Ctr1" | "CtrI" | "Ctr|" | "Ctr" | "Ctl" | "Cirl" | "Ctrl"
+        )
+        .then(|| "Ctrl".to_string())
+    };
+    let fix_word = |w: &str| -> String {
+        if w.contains('+') && w.len() > 1 {
+            let parts: Vec<&str> = w.split('+').collect();
+            // Every part but the key itself must be a modifier for this to be a shortcut.
+            let n = parts.len();
+            let modifiers = parts[..n - 1].iter().filter(|p| !p.is_empty());
+            let known = |p: &&&str| {
+                ctrl(p).is_some() || matches!(**p, "Shift" | "Alt" | "Super" | "Meta" | "Cmd")
+            };
+            if modifiers.clone().count() > 0 && modifiers.clone().all(|p| known(&p)) {
+                return parts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        ctrl(p)
+                            .or_else(|| (i == n - 1).then(|| fkey(p)).flatten())
+                            .unwrap_or_else(|| p.to_string())
+                    })
+                    .collect::<Vec<_>>()
+                    .join("+");
+            }
+            return w.to_string();
+        }
+        w.to_string()
+    };
+    let words: Vec<&str> = text.split(' ').collect();
+    if words.len() == 1 {
+        if let Some(f) = fkey(words[0]) {
+            return f;
+        }
+    }
+    words
+        .into_iter()
+        .map(fix_word)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A dash between two numbers ("9:30 – 10:00", "2023 – 2024") is a range, which is set with an
+/// en dash; Tesseract reads that narrower dash as an em dash "—". Other dashes are left alone.
+fn ranges(text: &str) -> String {
+    let words: Vec<&str> = text.split(' ').collect();
+    let digit_end = |w: &str| w.chars().last().is_some_and(|c| c.is_ascii_digit());
+    let digit_start = |w: &str| w.chars().next().is_some_and(|c| c.is_ascii_digit());
+    words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let between = i > 0 && i + 1 < words.len();
+            if *w == "—" && between && digit_end(words[i - 1]) && digit_start(words[i + 1]) {
+                "–".to_string()
+            } else {
+                w.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Single symbols that are whole labels on keypads and toolbars.
@@ -616,6 +833,7 @@ mod tests {
             origin: (100, 50),
             scale: 2.0,
             border: (0, 0),
+            mono: false,
             key: 0,
         };
         let words = [
@@ -639,6 +857,7 @@ mod tests {
             origin: (0, 0),
             scale: 1.0,
             border: (0, 0),
+            mono: false,
             key: 0,
         };
         for (t, c) in [
@@ -670,6 +889,67 @@ mod tests {
         assert_eq!(&d[0..6], &[0, 0, 255, 255, 0, 0]);
         assert_eq!(&d[12..18], &[0; 6], "the gap row stays empty");
         assert_eq!(&d[18..24], &[255, 255, 255, 255, 255, 0]);
+    }
+
+    #[test]
+    fn shortcut_slips_are_undone_and_other_words_left_alone() {
+        assert_eq!(key_names("Ctri+S"), "Ctrl+S");
+        assert_eq!(key_names("Shift+Ctr+O"), "Shift+Ctrl+O");
+        assert_eq!(key_names("Ctri++"), "Ctrl++");
+        assert_eq!(key_names("Alt+Fl2"), "Alt+F12");
+        assert_eq!(key_names("Fil"), "F11");
+        assert_eq!(key_names("Ctri+Shift+T new tab"), "Ctrl+Shift+T new tab");
+        for same in [
+            "Film",
+            "Fil and more",
+            "a+b",
+            "C++",
+            "Ctri",
+            "F99",
+            "Size (KB)",
+        ] {
+            assert_eq!(key_names(same), same);
+        }
+    }
+
+    #[test]
+    fn a_dash_between_numbers_is_a_range() {
+        assert_eq!(ranges("9:30 — 10:00 Standup"), "9:30 – 10:00 Standup");
+        assert_eq!(ranges("Files — Downloads"), "Files — Downloads");
+        assert_eq!(ranges("—"), "—");
+    }
+
+    #[test]
+    fn wrapped_lines_on_one_axis_join_and_rows_do_not() {
+        let l = |text: &str, x, y, w| Label {
+            text: text.into(),
+            rect: Rect::new(x, y, w, 10),
+            conf: 0.9,
+        };
+        // "invoice_2024-" over "03.pdf", centred under an icon; a left-aligned row pair.
+        let got = join_wrapped(
+            vec![
+                l("invoice_2024-", 100, 50, 80),
+                l("03.pdf", 118, 64, 44),
+                l("cc -c main.c", 400, 50, 80),
+                l("cc -c util.c", 400, 64, 80),
+                l("Name", 600, 50, 40),
+                l("Size", 600, 64, 30),
+            ],
+            |_| [255; 3],
+        );
+        let texts: Vec<&str> = got.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "invoice_2024-03.pdf",
+                "cc -c main.c",
+                "Name",
+                "cc -c util.c",
+                "Size"
+            ]
+        );
+        assert_eq!(got[0].rect, Rect::new(100, 50, 80, 24));
     }
 
     #[test]
@@ -710,6 +990,7 @@ mod tests {
                 rect: Rect::new(15, 6, 10, 8),
                 text_h: 8,
                 glyph: None,
+                mono: false,
             },
         );
         assert_eq!(s.gray.get_pixel(0, 0).0[0], 255, "background becomes white");

@@ -1,4 +1,4 @@
-//! Perception on rendered UI fixtures with real Tesseract: the `ocr` command's JSON, bad input, recall floors, incremental = full, stable ids.
+//! Perception on rendered UI fixtures with real Tesseract: the `ocr` command's JSON, bad input, recall floors (the first fixtures and the widened set of terminals, editors, menus, icons, chat, calendars), a monospace line read as one target, incremental = full, stable ids.
 
 use crate::util::*;
 use voxdesk::perception::eval::{self, Found, GroundTruth};
@@ -161,6 +161,72 @@ fn fixtures_meet_recall_and_junk_floors() {
         "junk {:?}",
         total.junk_rate()
     );
+}
+
+/// The widened fixtures (terminal, code editor, menus with shortcuts, icon grid, chat and mail,
+/// calendar and spreadsheet): floors a bit below what `voxdesk bench perception` measures.
+#[test]
+fn widened_fixtures_meet_recall_and_junk_floors() {
+    let mut p = Perceiver::new(2).unwrap();
+    let mut total = eval::Score::default();
+    for name in [
+        "terminal-light-1x",
+        "code-dark-1x",
+        "menus-light-1x",
+        "icons-light-1x",
+        "chat-light-1x",
+        "calendar-dark-1x",
+    ] {
+        let img = load_image(&fixture(&format!("{name}.png"))).unwrap();
+        let r = p
+            .perceive(img.as_raw(), img.width(), img.height(), true)
+            .unwrap();
+        total.add(eval::score(&gt(name), &found(&r.targets), |_| true, true));
+    }
+    assert!(
+        total.recall().unwrap() >= 0.78,
+        "recall {:?} ({}/{})",
+        total.recall(),
+        total.found,
+        total.labels
+    );
+    assert!(
+        total.junk_rate().unwrap() <= 0.03,
+        "junk {:?}",
+        total.junk_rate()
+    );
+}
+
+/// What the loop needs read whole: a terminal command line is one target (a space in a
+/// monospace font is not a column gap), a typed value keeps no text caret ("milk|" is "milk"),
+/// an icon's name wrapped onto two lines is one target, a one-digit badge is its digit.
+#[test]
+fn a_terminal_line_a_typed_value_a_wrapped_name_and_a_badge_are_read_whole() {
+    let mut p = Perceiver::new(2).unwrap();
+    let mut texts = |name: &str| -> Vec<String> {
+        let img = load_image(&fixture(&format!("{name}.png"))).unwrap();
+        let r = p
+            .perceive(img.as_raw(), img.width(), img.height(), true)
+            .unwrap();
+        r.targets.iter().map(|t| t.text.clone()).collect()
+    };
+    let term = texts("terminal-light-1x");
+    assert!(
+        term.iter()
+            .any(|t| t.ends_with("$ echo hello from voxdesk")),
+        "{term:?}"
+    );
+    assert!(term.iter().any(|t| t == "hello from voxdesk"), "{term:?}");
+    let menus = texts("menus-light-1x");
+    assert!(menus.iter().any(|t| t == "milk"), "{menus:?}");
+    assert!(menus.iter().any(|t| t == "Ctrl+S"), "{menus:?}");
+    let icons = texts("icons-light-1x");
+    assert!(
+        icons.iter().any(|t| t == "invoice_2024-03.pdf"),
+        "{icons:?}"
+    );
+    let chat = texts("chat-light-1x");
+    assert!(chat.iter().any(|t| t == "3"), "{chat:?}");
 }
 
 #[test]

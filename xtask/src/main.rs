@@ -604,28 +604,34 @@ fn fixtures() -> Result<()> {
     let out = root().join("tests/fixtures/ui");
     std::fs::create_dir_all(&out)?;
     let profile = tempfile_dir::Dir::new("voxdesk-chromium")?;
-    for page in ["files", "settings"] {
-        for theme in ["light", "dark"] {
-            for scale in [1u32, 2] {
-                let name = format!("{page}-{theme}-{scale}x");
-                render(
-                    &pages.join(format!("{page}.html")),
-                    theme,
-                    scale,
-                    false,
-                    &out.join(&name),
-                    profile.path(),
-                )?;
-                if theme == "light" {
-                    render(
-                        &pages.join(format!("{page}.html")),
-                        theme,
-                        scale,
-                        true,
-                        &out.join(format!("{name}.changed")),
-                        profile.path(),
-                    )?;
-                }
+    // The first two pages in every variant, with a "changed" frame for incremental passes; the
+    // widened set (terminal, code, menus with shortcuts, icon grid, chat and mail, calendar and
+    // spreadsheet) light and dark at 1x and light at 2x, which keeps the PNGs few.
+    let pages_variants: &[(&str, &[(&str, u32)])] = &[
+        (
+            "files",
+            &[("light", 1), ("light", 2), ("dark", 1), ("dark", 2)],
+        ),
+        (
+            "settings",
+            &[("light", 1), ("light", 2), ("dark", 1), ("dark", 2)],
+        ),
+        ("terminal", &[("light", 1), ("dark", 1), ("light", 2)]),
+        ("code", &[("light", 1), ("dark", 1), ("light", 2)]),
+        ("menus", &[("light", 1), ("dark", 1), ("light", 2)]),
+        ("icons", &[("light", 1), ("dark", 1), ("light", 2)]),
+        ("chat", &[("light", 1), ("dark", 1), ("light", 2)]),
+        ("calendar", &[("light", 1), ("dark", 1), ("light", 2)]),
+    ];
+    for &(page, variants) in pages_variants {
+        let html = pages.join(format!("{page}.html"));
+        for &(theme, scale) in variants {
+            let name = format!("{page}-{theme}-{scale}x");
+            render(&html, theme, scale, false, &out.join(&name), profile.path())?;
+            let has_change = std::fs::read_to_string(&html)?.contains("data-change");
+            if theme == "light" && has_change {
+                let changed = out.join(format!("{name}.changed"));
+                render(&html, theme, scale, true, &changed, profile.path())?;
             }
         }
     }
