@@ -193,6 +193,7 @@ impl Perceiver {
             rect: Rect::new(0, 0, r.w, r.h),
             text_h: (r.h * 3 / 4).max(6),
             glyph: None,
+            mono: false,
         };
         let strip = recognize::make_strip(&own, r.w as u32, r.h as u32, &line);
         let g = &strip.gray;
