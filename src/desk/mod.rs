@@ -524,7 +524,10 @@ impl Desk {
         let rails = &self.settings.rails;
         // The same batch again, right after it ran and could not be confirmed, with no look in
         // between: doing it twice could do it twice (type twice, send twice).
-        let blind = self.unsure.as_ref() == Some(&p.batch.actions);
+        let blind = self
+            .unsure
+            .as_ref()
+            .is_some_and(|prev| verify::repeats(prev, &p.batch.actions));
         let checked = if blind {
             Err(Refusal {
                 rule: "blind-repeat",

@@ -188,6 +188,18 @@ pub fn overlay(before: &[Target], after: &[Target], screen: &Rect) -> Option<Rec
     (small && rest.len() >= 2 && kept * 5 >= rest.len() * 4).then_some(area)
 }
 
+/// Would `now` do again what `prev` (a batch that ran and could not be confirmed) did? The
+/// same actions, or the same text typed again inside another batch ("click the field, type
+/// it" after "type it").
+pub fn repeats(prev: &[Action], now: &[Action]) -> bool {
+    let typed = |a: &Action| match a {
+        Action::Type { text } => Some(text.clone()),
+        _ => None,
+    };
+    let before: Vec<String> = prev.iter().filter_map(typed).collect();
+    prev == now || now.iter().filter_map(typed).any(|t| before.contains(&t))
+}
+
 /// Labels of buttons whose click does something a second click would do again (send, save,
 /// pay, delete…): never clicked twice without a look at what the first did.
 const COMMITS: &[&str] = &[
@@ -463,6 +475,21 @@ mod tests {
             judge(&twice, &before, &ts(&["Untitled", "ok", "ok"]), true).name(),
             "verified"
         );
+    }
+
+    #[test]
+    fn the_same_text_typed_again_is_a_repeat() {
+        let ty = |t: &str| Action::Type { text: t.into() };
+        let click = Action::Click { at: Pos::Target(3) };
+        let enter = Action::Key {
+            combo: parse_combo("enter").unwrap(),
+        };
+        assert!(repeats(&[ty("Ada")], &[ty("Ada")]));
+        assert!(repeats(&[ty("Ada")], &[click.clone(), ty("Ada")]));
+        assert!(repeats(&[enter.clone()], &[enter.clone()]));
+        assert!(!repeats(&[ty("Ada")], &[ty("Lovelace")]));
+        assert!(!repeats(&[ty("Ada")], &[enter]));
+        assert!(!repeats(&[click.clone(), ty("Ada")], &[click]));
     }
 
     #[test]
