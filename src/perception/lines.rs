@@ -113,10 +113,7 @@ fn is_pi(rgba: &[u8], width: usize, height: usize, r: &Rect) -> bool {
     if r.h < 5 || r.h > 40 || r.w < 5 || r.w * 2 > r.h * 3 || r.w * 5 < r.h * 3 {
         return false;
     }
-    let px = |x: i32, y: i32| {
-        let i = (y as usize * width + x as usize) * 4;
-        [rgba[i], rgba[i + 1], rgba[i + 2]]
-    };
+    let px = |x: i32, y: i32| rgb_at(rgba, width, x, y);
     let frame = Rect::new(0, 0, width as i32, height as i32);
     let area = r.expand_within(1, &frame);
     // Background: the most common colour on the ring around the glyph.
@@ -318,21 +315,26 @@ fn flat_glyphs(rgba: &[u8], width: usize, blobs: &[Blob], lines: &[LineBox]) -> 
     out
 }
 
+/// The colour of pixel (x, y) of an RGBA frame `width` pixels wide.
+fn rgb_at(rgba: &[u8], width: usize, x: i32, y: i32) -> [u8; 3] {
+    let i = (y as usize * width + x as usize) * 4;
+    [rgba[i], rgba[i + 1], rgba[i + 2]]
+}
+
+/// Two colours as far apart as an edge (ink against its background).
+fn far(a: [u8; 3], b: [u8; 3]) -> bool {
+    a.iter()
+        .zip(b)
+        .map(|(p, q)| p.abs_diff(q))
+        .max()
+        .unwrap_or(0)
+        >= EDGE_THRESHOLD
+}
+
 /// Is this speck a dot: at most 3 px of ink in a row, with the same colour on both sides of it
 /// (the end of a rule has its stroke on one side) and above and below it?
 fn is_dot(rgba: &[u8], width: usize, b: &Blob) -> bool {
-    let px = |x: i32, y: i32| {
-        let i = (y as usize * width + x as usize) * 4;
-        [rgba[i], rgba[i + 1], rgba[i + 2]]
-    };
-    let far = |a: [u8; 3], b: [u8; 3]| {
-        a.iter()
-            .zip(b)
-            .map(|(p, q)| p.abs_diff(q))
-            .max()
-            .unwrap_or(0)
-            >= EDGE_THRESHOLD
-    };
+    let px = |x: i32, y: i32| rgb_at(rgba, width, x, y);
     let height = (rgba.len() / 4 / width) as i32;
     if !(3..=5).contains(&b.w()) || b.h() > 3 || b.y0 < 2 || b.y1 + 2 > height {
         return false;
@@ -365,18 +367,7 @@ const LONE_BAR_MARGIN: i32 = 8;
 /// the stroke: the same rows, at most `MAX_BAR` apart, and one flat ink colour between them that
 /// differs from what lies outside the left end. Other specks are kept as they are.
 fn join_bars(rgba: &[u8], width: usize, specks: &[Blob]) -> Vec<Blob> {
-    let px = |x: i32, y: i32| {
-        let i = (y as usize * width + x as usize) * 4;
-        [rgba[i], rgba[i + 1], rgba[i + 2]]
-    };
-    let far = |a: [u8; 3], b: [u8; 3]| {
-        a.iter()
-            .zip(b)
-            .map(|(p, q)| p.abs_diff(q))
-            .max()
-            .unwrap_or(0)
-            >= EDGE_THRESHOLD
-    };
+    let px = |x: i32, y: i32| rgb_at(rgba, width, x, y);
     let mut used = vec![false; specks.len()];
     let mut out = Vec::with_capacity(specks.len());
     for i in 0..specks.len() {
