@@ -60,6 +60,13 @@ pub struct Rails {
     pub terminals: Vec<String>,
 }
 
+impl Rails {
+    /// Is `app` (a WM_CLASS) one of the terminals (case-insensitive)?
+    pub fn is_terminal(&self, app: &str) -> bool {
+        self.terminals.iter().any(|t| t.eq_ignore_ascii_case(app))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stop {
     pub combo: Combo,

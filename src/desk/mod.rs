@@ -304,13 +304,9 @@ impl Desk {
 
     /// Is the focused app of `obs` a terminal (the rails' list)?
     fn in_terminal(&self, obs: &Observation) -> bool {
-        obs.app.as_deref().is_some_and(|app| {
-            self.settings
-                .rails
-                .terminals
-                .iter()
-                .any(|t| t.eq_ignore_ascii_case(app))
-        })
+        obs.app
+            .as_deref()
+            .is_some_and(|app| self.settings.rails.is_terminal(app))
     }
 
     /// Capture and perceive one frame (`full`: read every label, not only changed tiles).

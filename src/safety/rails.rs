@@ -227,9 +227,7 @@ pub fn check(
         screen,
         rails,
         stop_combo,
-        is_terminal: screen
-            .app
-            .is_some_and(|app| rails.terminals.iter().any(|t| t.eq_ignore_ascii_case(app))),
+        is_terminal: screen.app.is_some_and(|app| rails.is_terminal(app)),
         focus: None,
         destructive: Vec::new(),
     };
