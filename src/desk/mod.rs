@@ -302,6 +302,14 @@ impl Desk {
         self.failure.get_or_insert_with(|| e.to_string());
     }
 
+    /// `o` with the windows shown now (`None` when they cannot be listed).
+    fn shown(&self, mut o: Observation) -> Observation {
+        if o.windows.is_none() {
+            o.windows = self.windows.as_ref().and_then(|w| w.list().ok());
+        }
+        o
+    }
+
     /// Is the focused app of `obs` a terminal (the rails' list)?
     fn in_terminal(&self, obs: &Observation) -> bool {
         obs.app
@@ -324,7 +332,6 @@ impl Desk {
             Some(w) => (Some(w.app), Some(w.title).filter(|t| !t.is_empty())),
             None => (None, None),
         };
-        let windows = self.windows.as_ref().and_then(|w| w.list().ok());
         let mapping = picture::picture_mapping(&frame, PictureConfig::default())
             .map_err(|e| e.to_string())?;
         Ok(Observation {
@@ -335,7 +342,9 @@ impl Desk {
             app,
             title,
             mapping,
-            windows,
+            // Listed only for a screen someone plans or judges on (see `shown`), not for
+            // every frame of settling.
+            windows: None,
         })
     }
 
@@ -351,6 +360,7 @@ impl Desk {
             let still = o.perception.unchanged();
             changed |= !still;
             if still || t.elapsed() > SETTLE_AT_MOST {
+                let o = self.shown(o);
                 return Ok((o, ms_since(t), changed));
             }
         }
@@ -369,6 +379,7 @@ impl Desk {
                 return Ok((o, ms_since(t), true));
             }
             if t.elapsed() > at_most {
+                let o = self.shown(o);
                 return Ok((o, ms_since(t), false));
             }
         }
@@ -388,6 +399,7 @@ impl Desk {
             },
             Err(e) => return self.capture_error(e),
         };
+        let obs = self.shown(obs);
         let view = obs.view();
         self.observed(&view);
         self.latest = Some(obs);
