@@ -14,6 +14,8 @@ pub struct RawWord {
     pub h: i32,
     /// 0–100 as Tesseract reports it.
     pub conf: f32,
+    /// Each character of `text` (whitespace aside) with its left and right edge, in image pixels.
+    pub glyphs: Vec<(char, i32, i32)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +54,8 @@ impl Engine {
             // Screen pixels have no physical resolution; without this Tesseract warns on every call and guesses.
             ("user_defined_dpi", "96"),
             ("debug_file", "/dev/null"),
+            // Every character's box in the hOCR output (`parse_hocr`).
+            ("hocr_char_boxes", "1"),
         ] {
             let (k, v) = (
                 std::ffi::CString::new(k).unwrap(),
@@ -75,12 +79,12 @@ impl Engine {
             .raw
             .recognize()
             .map_err(|e| EngineError::Recognise(format!("{e:?}")))?;
-        let tsv = self
+        let hocr = self
             .api
             .raw
-            .get_tsv_text(0)
+            .get_hocr_text(0)
             .map_err(|e| EngineError::Recognise(format!("{e:?}")))?;
-        Ok(parse_tsv(tsv.as_ref().to_str().unwrap_or("")))
+        Ok(parse_hocr(hocr.as_ref().to_str().unwrap_or("")))
     }
 }
 
@@ -99,28 +103,90 @@ pub fn tessdata_dir() -> Option<String> {
     .map(String::from)
 }
 
-/// Words (level 5) of Tesseract's TSV output. Lines that do not parse are skipped, never a panic.
-pub fn parse_tsv(tsv: &str) -> Vec<RawWord> {
-    tsv.lines()
-        .filter_map(|line| {
-            let f: Vec<&str> = line.split('\t').collect();
-            if f.len() < 12 || f[0] != "5" {
-                return None;
-            }
-            let text = f[11].trim();
-            if text.is_empty() {
-                return None;
-            }
-            Some(RawWord {
-                text: text.to_string(),
-                x: f[6].parse().ok()?,
-                y: f[7].parse().ok()?,
-                w: f[8].parse().ok()?,
-                h: f[9].parse().ok()?,
-                conf: f[10].parse().ok()?,
-            })
-        })
-        .collect()
+/// Words of Tesseract's hOCR output with the box of every character (`hocr_char_boxes`).
+/// Anything that does not parse is skipped, never a panic.
+///
+/// Why hOCR rather than TSV: only hOCR carries the characters' own boxes, and a monospace line
+/// shows itself by its characters' centres sitting on one grid (see `recognize::Grid`).
+pub fn parse_hocr(hocr: &str) -> Vec<RawWord> {
+    let mut out = Vec::new();
+    for chunk in hocr.split("class='ocrx_word'").skip(1) {
+        let Some(word) = parse_word(chunk) else {
+            continue;
+        };
+        if !word.text.is_empty() {
+            out.push(word);
+        }
+    }
+    out
+}
+
+/// One `ocrx_word` span: `chunk` starts just after its class attribute and runs to the next
+/// word's.
+fn parse_word(chunk: &str) -> Option<RawWord> {
+    let title = attr(chunk, "title")?;
+    let [x0, y0, x1, y1] = bbox(title.strip_prefix("bbox ")?)?;
+    let conf: f32 = title
+        .split(';')
+        .find_map(|f| f.trim().strip_prefix("x_wconf "))?
+        .trim()
+        .parse()
+        .ok()?;
+    let mut text = String::new();
+    let mut glyphs = Vec::new();
+    for c in chunk.split("class='ocrx_cinfo'").skip(1) {
+        let t = attr(c, "title")?;
+        let [a, _, b, _] = bbox(t.strip_prefix("x_bboxes ")?)?;
+        let inner = c.split_once('>')?.1.split_once("</span>")?.0;
+        let ch = unescape(inner);
+        if ch.trim().is_empty() {
+            continue;
+        }
+        text.push_str(&ch);
+        glyphs.extend(ch.chars().next().map(|c| (c, a, b)));
+    }
+    if glyphs.is_empty() {
+        // Without character boxes the word's text is the span's own content.
+        let inner = chunk.split_once('>')?.1.split_once("</span>")?.0;
+        text = unescape(inner.trim());
+    }
+    Some(RawWord {
+        text: text.trim().to_string(),
+        x: x0,
+        y: y0,
+        w: x1 - x0,
+        h: y1 - y0,
+        conf,
+        glyphs,
+    })
+}
+
+/// The value of `name='…'` in the start tag at the beginning of `s`.
+fn attr<'a>(s: &'a str, name: &str) -> Option<&'a str> {
+    let tag = s.split_once('>')?.0;
+    let at = tag.find(&format!("{name}='"))? + name.len() + 2;
+    let end = tag[at..].find('\'')?;
+    Some(&tag[at..at + end])
+}
+
+/// The first four integers of `s` (up to a ';').
+fn bbox(s: &str) -> Option<[i32; 4]> {
+    let mut it = s
+        .split(';')
+        .next()?
+        .split_whitespace()
+        .map(|v| v.parse().ok());
+    Some([it.next()??, it.next()??, it.next()??, it.next()??])
+}
+
+/// HTML entities as Tesseract writes them.
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
 }
 
 /// A fixed set of engines, one per worker; a worker takes one for the duration of a job.
@@ -179,23 +245,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tsv_words_only_and_malformed_lines_skipped() {
-        let tsv = "1\t1\t0\t0\t0\t0\t0\t0\t100\t40\t-1\t\n\
-                   5\t1\t1\t1\t1\t1\t10\t4\t30\t12\t91.5\tSave\n\
-                   5\t1\t1\t1\t1\t2\t44\t4\tx\t12\t90\tbad\n\
-                   5\t1\t1\t1\t1\t3\t60\t4\t20\t12\t80\t \n\
-                   garbage";
-        let w = parse_tsv(tsv);
+    fn hocr_words_with_their_characters_and_broken_spans_skipped() {
+        let hocr = "<div class='ocr_page' title='bbox 0 0 200 40'>\n\
+            <span class='ocr_line' title=\"bbox 10 4 100 16\">\n\
+            <span class='ocrx_word' id='word_1_1' title='bbox 10 4 40 16; x_wconf 91'>\n\
+             <span class='ocrx_cinfo' title='x_bboxes 10 4 17 16; x_conf 99.1'>S</span>\n\
+             <span class='ocrx_cinfo' title='x_bboxes 18 6 24 16; x_conf 98'>&amp;</span>\n\
+             <span class='ocrx_cinfo' title='x_bboxes 25 6 31 16; x_conf 98'>&lt;</span>\n\
+            </span>\n\
+            <span class='ocrx_word' id='word_1_2' title='bbox 50 x 60 16; x_wconf 90'>bad</span>\n\
+            <span class='ocrx_word' id='word_1_3' title='bbox 70 4 90 16; x_wconf 80' lang='eng'>Ok</span>\n\
+            <span class='ocrx_word' id='word_1_4' title='bbox 95 4 99 16; x_wconf 80'> </span>";
+        let w = parse_hocr(hocr);
         assert_eq!(
             w,
-            vec![RawWord {
-                text: "Save".into(),
-                x: 10,
-                y: 4,
-                w: 30,
-                h: 12,
-                conf: 91.5
-            }]
+            vec![
+                RawWord {
+                    text: "S&<".into(),
+                    x: 10,
+                    y: 4,
+                    w: 30,
+                    h: 12,
+                    conf: 91.0,
+                    glyphs: vec![('S', 10, 17), ('&', 18, 24), ('<', 25, 31)],
+                },
+                RawWord {
+                    text: "Ok".into(),
+                    x: 70,
+                    y: 4,
+                    w: 20,
+                    h: 12,
+                    conf: 80.0,
+                    glyphs: vec![],
+                }
+            ]
         );
+        assert!(parse_hocr("garbage <span class='ocrx_word' title='bbox 1 2'>").is_empty());
     }
 }

@@ -7,6 +7,7 @@
 pub mod engine;
 pub mod eval;
 pub mod lines;
+pub mod mono;
 pub mod recognize;
 pub mod tiles;
 pub mod tracker;

@@ -12,6 +12,7 @@ use image::{imageops, GrayImage};
 
 use super::engine::{EngineError, EnginePool, RawWord};
 use super::lines::LineBox;
+use super::mono::{self, Piece};
 use crate::geometry::Rect;
 
 /// Text is scaled so that its median glyph height (≈ x-height) becomes about this many pixels.
@@ -202,6 +203,25 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         border: (bx, by),
         mono: line.mono,
     }
+}
+
+/// Does a rule (a pane border, a separator) stand in `r`: a column of it whose pixels nearly all
+/// differ from the most common colour of `r`?
+fn ruled(rgba: &[u8], width: u32, height: u32, r: &Rect) -> bool {
+    let r = r.intersection(&Rect::new(0, 0, width as i32, height as i32));
+    if r.w <= 0 || r.h <= 0 {
+        return false;
+    }
+    let bg = background(rgba, width, height, &r);
+    (r.x..r.right()).any(|x| {
+        let far = (r.y..r.bottom())
+            .filter(|&y| {
+                let i = (y as usize * width as usize + x as usize) * 4;
+                (0..3).any(|k| rgba[i + k].abs_diff(bg[k]) > 40)
+            })
+            .count() as i32;
+        far * 10 >= r.h * 9
+    })
 }
 
 /// The most common colour (quantised to 5 bits a channel) in `r`: the fill behind a label.
@@ -463,15 +483,19 @@ pub fn recognise(
             cache.map.insert(strips[i].key, words);
         }
     }
-    let mut labels = shaped;
-    let mut lined = Vec::new();
+    let mut pieces = Vec::new();
     for s in &strips {
         if let Some(words) = cache.map.get(&s.key) {
-            if s.mono {
-                lined.extend(words_to_labels(words, s));
-            } else {
-                labels.extend(words_to_labels(words, s));
-            }
+            pieces.extend(words_to_labels(words, s));
+        }
+    }
+    let mut labels = shaped;
+    let mut lined = Vec::new();
+    for (label, mono) in mono::join(pieces, |r| ruled(rgba, width, height, r)) {
+        if mono {
+            lined.push(label);
+        } else {
+            labels.push(label);
         }
     }
     // Monospace lines are rows of a terminal or an editor, never a wrapped name.
@@ -554,8 +578,10 @@ fn read_strips(
             // Developer aid: the exact image Tesseract reads.
             let n = DUMP_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let _ = g.save(std::path::Path::new(&dir).join(format!(
-                "strip-{n:04}-{}-{}.png",
-                strips[i].origin.0, strips[i].origin.1
+                "strip-{n:04}-{}-{}{}.png",
+                strips[i].origin.0,
+                strips[i].origin.1,
+                if strips[i].mono { "-mono" } else { "" }
             )));
         }
         let mut words = engine.read_gray(g.as_raw(), g.width(), g.height())?;
@@ -576,8 +602,9 @@ fn read_strips(
     Ok(out)
 }
 
-/// Group one strip's words into labels (split at gaps wider than a word space) in capture pixels.
-fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Label> {
+/// Group one strip's words into labels (split at gaps wider than a word space) in capture
+/// pixels, each with its characters' centres for the monospace join.
+fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Piece> {
     let mut words: Vec<&RawWord> = words
         .iter()
         .filter(|w| w.conf >= MIN_WORD_CONF && w.w > 0 && w.h > 0)
@@ -616,15 +643,21 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Label> {
             let mut joined = String::new();
             for (k, w) in g.iter().enumerate() {
                 if k > 0 {
-                    let underscore = strip.mono
-                        && low_stroke_between(&strip.gray, g[k - 1], w, base, base - top);
+                    let underscore = low_stroke_between(&strip.gray, g[k - 1], w, base, base - top);
                     joined.push_str(if underscore { "_" } else { " " });
                 }
                 joined.push_str(&w.text);
             }
             let text = ranges(&key_names(&clean_text(&joined)));
             let conf = g.iter().map(|w| w.conf).sum::<f32>() / g.len() as f32 / 100.0;
-            if !plausible(&text, conf) {
+            // Brackets and semicolons alone ("}", "});") close code blocks; they are kept only
+            // if the monospace join finds them on a grid (`Piece::symbols`).
+            let symbols = !plausible(&text, conf);
+            if symbols
+                && !(conf >= 0.7
+                    && (1..=3).contains(&text.chars().count())
+                    && text.chars().all(|c| "{}[]();,".contains(c)))
+            {
                 return None;
             }
             let mut r = Rect::default();
@@ -637,10 +670,40 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Label> {
             let y0 = strip.origin.1 + ((r.y as f64 - by) / s).floor() as i32;
             let x1 = strip.origin.0 + ((r.right() as f64 - bx) / s).ceil() as i32;
             let y1 = strip.origin.1 + ((r.bottom() as f64 - by) / s).ceil() as i32;
-            Some(Label {
-                text,
-                rect: Rect::new(x0, y0, (x1 - x0).max(1), (y1 - y0).max(1)),
-                conf: conf.clamp(0.0, 1.0),
+            let to_capture = |x: f64| strip.origin.0 as f64 + (x - bx) / s;
+            let mut centres = Vec::new();
+            let mut steps = Vec::new();
+            let mut letter_steps = Vec::new();
+            // Letters and digits only: Tesseract places the box of a "." or ":" loosely.
+            for w in &g {
+                let mut prev: Option<(char, f64)> = None;
+                for &(ch, a, b) in &w.glyphs {
+                    if !ch.is_alphanumeric() {
+                        prev = None;
+                        continue;
+                    }
+                    let c = to_capture((a + b) as f64 / 2.0);
+                    if let Some((pch, pc)) = prev {
+                        steps.push(c - pc);
+                        if pch.is_alphabetic() && ch.is_alphabetic() {
+                            letter_steps.push(c - pc);
+                        }
+                    }
+                    prev = Some((ch, c));
+                    centres.push(c);
+                }
+            }
+            Some(Piece {
+                label: Label {
+                    text,
+                    rect: Rect::new(x0, y0, (x1 - x0).max(1), (y1 - y0).max(1)),
+                    conf: conf.clamp(0.0, 1.0),
+                },
+                centres,
+                steps,
+                letter_steps,
+                mono: strip.mono,
+                symbols,
             })
         })
         .collect()
@@ -659,18 +722,25 @@ fn low_stroke_between(gray: &GrayImage, a: &RawWord, b: &RawWord, base: i32, h: 
     // letters' height under it); a rule under the line (an editor's current-line frame) lies
     // lower.
     let (y0, y1) = (base + 1, base + h * 3 / 10);
-    let inked = (x0..x1)
-        .filter(|&x| {
-            (y0..=y1).any(|y| {
-                x >= 0
-                    && y >= 0
-                    && (x as u32) < gray.width()
-                    && (y as u32) < gray.height()
-                    && gray.get_pixel(x as u32, y as u32).0[0] < 200
+    let inked = |x0: i32, x1: i32| {
+        (x0..x1)
+            .filter(|&x| {
+                (y0..=y1).any(|y| {
+                    x >= 0
+                        && y >= 0
+                        && (x as u32) < gray.width()
+                        && (y as u32) < gray.height()
+                        && gray.get_pixel(x as u32, y as u32).0[0] < 200
+                })
             })
-        })
-        .count() as i32;
-    inked * 10 >= (x1 - x0) * 7
+            .count() as i32
+    };
+    let gap = x1 - x0;
+    // An underline (a link) runs under the letters on both sides as well; an underscore is
+    // only in the gap (a descender may hang beside it on one side).
+    let span = gap.min(a.w).min(b.w).max(1);
+    let under_both = inked(x0 - span, x0) * 10 >= span * 7 && inked(x1, x1 + span) * 10 >= span * 7;
+    inked(x0, x1) * 10 >= gap * 7 && !under_both
 }
 
 /// Trim border fragments that a crop can pick up at its ends (`|`, stray brackets, quotes).
@@ -807,7 +877,8 @@ fn plausible(text: &str, conf: f32) -> bool {
     if n <= 3 && conf < 0.55 {
         return false;
     }
-    alnum * 2 >= n
+    // Spaces are no evidence either way ("v[v.len() / 2]", "-> i32 {" are code, not junk).
+    alnum * 2 >= text.chars().filter(|c| !c.is_whitespace()).count()
 }
 
 #[cfg(test)]
@@ -822,6 +893,7 @@ mod tests {
             w: wd,
             h: 20,
             conf,
+            glyphs: vec![],
         }
     }
 
@@ -843,10 +915,10 @@ mod tests {
         ];
         let labels = words_to_labels(&words, &strip);
         assert_eq!(labels.len(), 2);
-        assert_eq!(labels[0].text, "Save As");
-        assert_eq!(labels[0].rect, Rect::new(100, 55, 34, 10));
-        assert_eq!(labels[1].text, "Open");
-        assert!((labels[0].conf - 0.925).abs() < 1e-6);
+        assert_eq!(labels[0].label.text, "Save As");
+        assert_eq!(labels[0].label.rect, Rect::new(100, 55, 34, 10));
+        assert_eq!(labels[1].label.text, "Open");
+        assert!((labels[0].label.conf - 0.925).abs() < 1e-6);
     }
 
     #[test]
@@ -874,6 +946,10 @@ mod tests {
             1,
             "lone digits are labels (calculator keys)"
         );
+        // A closing brace is kept for the monospace join to judge, marked as only symbols.
+        let brace = words_to_labels(&[w("}", 0, 10, 90.0)], &strip);
+        assert!(brace.len() == 1 && brace[0].symbols);
+        assert!(!words_to_labels(&[w("v[v.len() / 2]", 0, 10, 80.0)], &strip)[0].symbols);
     }
 
     #[test]
