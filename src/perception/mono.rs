@@ -167,7 +167,8 @@ fn gutter(a: &Piece, cells: f64) -> bool {
 /// separator) stands in the gap rectangle between two pieces. Returns every label, joined or
 /// not, with whether it is monospace (it, or a nearby line, showed a grid it sits on).
 pub fn join(mut pieces: Vec<Piece>, ruled: impl Fn(&Rect) -> bool) -> Vec<(Label, bool)> {
-    pieces.sort_by_key(|p| (p.label.rect.y, p.label.rect.x));
+    // Leftmost first: a line is joined from its start rightwards, whatever its pieces' tops.
+    pieces.sort_by_key(|p| (p.label.rect.x, p.label.rect.y));
     let own: Vec<Option<f64>> = pieces.iter().map(|p| own_pitch(&p.letter_steps)).collect();
     // The grids of lines near `r` that showed a pitch by themselves, over the same columns (a
     // terminal is one grid: its rows share pitch and phase).
@@ -202,7 +203,8 @@ pub fn join(mut pieces: Vec<Piece>, ruled: impl Fn(&Rect) -> bool) -> Vec<(Label
     };
     let same_row = |a: &Rect, b: &Rect| {
         let ov = a.bottom().min(b.bottom()) - a.y.max(b.y);
-        ov * 5 >= a.h.min(b.h) * 3 && (a.h - b.h).abs() * 10 <= 4 * a.h.max(b.h)
+        // A piece of small letters only ("-n", "on") is as short as the x-height.
+        ov * 5 >= a.h.min(b.h) * 3 && a.h.min(b.h) * 5 >= a.h.max(b.h) * 2
     };
     let mut used = vec![false; pieces.len()];
     let mut out = Vec::with_capacity(pieces.len());

@@ -484,14 +484,28 @@ pub fn recognise(
         }
     }
     let mut pieces = Vec::new();
-    for s in &strips {
+    let mut unread = Vec::new();
+    for (s, line) in strips
+        .iter()
+        .zip(lines.iter().filter(|l| l.glyph.is_none()))
+    {
         if let Some(words) = cache.map.get(&s.key) {
-            pieces.extend(words_to_labels(words, s));
+            let p = words_to_labels(words, s);
+            if p.is_empty()
+                && words
+                    .iter()
+                    .any(|w| w.text.chars().any(char::is_alphanumeric))
+            {
+                unread.push(line);
+            }
+            pieces.extend(p);
         }
     }
+    let mut joined = mono::join(pieces, |r| ruled(rgba, width, height, r));
+    in_context(rgba, width, height, &unread, &mut joined, pool, cache)?;
     let mut labels = shaped;
     let mut lined = Vec::new();
-    for (label, mono) in mono::join(pieces, |r| ruled(rgba, width, height, r)) {
+    for (label, mono) in joined {
         if mono {
             lined.push(label);
         } else {
@@ -502,6 +516,58 @@ pub fn recognise(
     let mut labels = join_wrapped(labels, |r| background(rgba, width, height, r));
     labels.extend(lined);
     Ok((labels, todo.len()))
+}
+
+/// Read again, together with the monospace line beside it, each box that Tesseract could make
+/// nothing of alone (`-rw-r--r--` before `1 ada ada 184 …` is read as nothing with no context)
+/// and that ends at most two characters before a monospace label on its row (or starts as
+/// soon after one). The reading replaces that label when it covers both.
+fn in_context(
+    rgba: &[u8],
+    width: u32,
+    height: u32,
+    unread: &[&LineBox],
+    labels: &mut [(Label, bool)],
+    pool: &EnginePool,
+    cache: &mut StripCache,
+) -> Result<(), EngineError> {
+    for line in unread {
+        let r = line.rect;
+        let gap = 2 * line.text_h.max(4);
+        let beside = labels.iter().position(|(l, mono)| {
+            let o = l.rect;
+            let ov = o.bottom().min(r.bottom()) - o.y.max(r.y);
+            *mono
+                && ov * 2 >= o.h.min(r.h)
+                && ((o.x >= r.right() && o.x - r.right() <= gap)
+                    || (r.x >= o.right() && r.x - o.right() <= gap))
+        });
+        let Some(k) = beside else { continue };
+        let whole = LineBox {
+            rect: r.union(&labels[k].0.rect),
+            text_h: line.text_h,
+            glyph: None,
+            mono: true,
+        };
+        let strip = make_strip(rgba, width, height, &whole);
+        let words = match cache.map.get(&strip.key) {
+            Some(w) => w.clone(),
+            None => {
+                let w = pool.with(0, |e| {
+                    e.read_gray(strip.gray.as_raw(), strip.gray.width(), strip.gray.height())
+                })?;
+                cache.map.insert(strip.key, w.clone());
+                w
+            }
+        };
+        let read = words_to_labels(&words, &strip);
+        if let [one] = read.as_slice() {
+            if one.label.rect.w * 10 >= whole.rect.w * 9 {
+                labels[k].0 = one.label.clone();
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A wrapped name (an icon's file name under the icon) is drawn as lines centred on one axis,
@@ -597,9 +663,67 @@ fn read_strips(
                 words = engine.read_gray(b.as_raw(), b.width(), b.height())?;
             }
         }
+        if words
+            .iter()
+            .any(|w| w.conf < DOUBT_CONF && w.text.chars().any(char::is_alphanumeric))
+        {
+            // A doubtful word: look again at another size. Tesseract's slips depend on the
+            // scale ("10:42" read "40:42" at one size and right, and sure, at another).
+            let (w2, h2) = (
+                (g.width() as f64 * SECOND_LOOK_SCALE).round() as u32,
+                (g.height() as f64 * SECOND_LOOK_SCALE).round() as u32,
+            );
+            let big = imageops::resize(g, w2, h2, imageops::FilterType::Triangle);
+            let again = engine.read_gray(big.as_raw(), w2, h2)?;
+            words = second_look(words, again, SECOND_LOOK_SCALE);
+        }
         out.push((i, words));
     }
     Ok(out)
+}
+
+/// Words Tesseract is less sure of than this (0–100) are read again at another size.
+const DOUBT_CONF: f32 = 70.0;
+/// The size of the second look, as a factor of the strip's.
+const SECOND_LOOK_SCALE: f64 = 1.5;
+
+/// Replace each doubtful word of `first` by the word of `again` (read at `scale` times the
+/// size) that covers the same pixels, when that one is clearly surer. Everything else of the
+/// first reading stays.
+fn second_look(first: Vec<RawWord>, again: Vec<RawWord>, scale: f64) -> Vec<RawWord> {
+    let back = |v: i32| (v as f64 / scale).round() as i32;
+    let again: Vec<RawWord> = again
+        .into_iter()
+        .map(|w| RawWord {
+            x: back(w.x),
+            y: back(w.y),
+            w: back(w.w),
+            h: back(w.h),
+            glyphs: w
+                .glyphs
+                .iter()
+                .map(|&(c, a, b)| (c, back(a), back(b)))
+                .collect(),
+            ..w
+        })
+        .collect();
+    first
+        .into_iter()
+        .map(|a| {
+            if a.conf >= DOUBT_CONF {
+                return a;
+            }
+            let overlap = |b: &RawWord| (a.x + a.w).min(b.x + b.w) - a.x.max(b.x);
+            let best = again
+                .iter()
+                .filter(|b| {
+                    let ov = overlap(b);
+                    ov * 10 >= a.w * 7 && ov * 10 >= b.w * 7 && b.conf >= a.conf + 10.0
+                })
+                .max_by(|x, y| x.conf.total_cmp(&y.conf));
+            best.cloned().unwrap_or(a)
+        })
+        .collect()
 }
 
 /// Group one strip's words into labels (split at gaps wider than a word space) in capture
