@@ -281,6 +281,7 @@ pub fn join(mut pieces: Vec<Piece>, ruled: impl Fn(&Rect) -> bool) -> Vec<(Label
         }
         out.push((cur.label, mono));
     }
+    out.sort_by_key(|(l, _)| (l.rect.y, l.rect.x));
     out
 }
 
