@@ -1113,6 +1113,30 @@ mod tests {
     }
 
     #[test]
+    fn a_second_look_replaces_only_doubtful_words_it_is_surer_of() {
+        let at = |text: &str, x: i32, wd: i32, conf: f32| RawWord {
+            glyphs: vec![('a', x, x + 4)],
+            ..w(text, x, wd, conf)
+        };
+        let first = vec![
+            at("40:42:11", 0, 60, 63.0),
+            at("up", 70, 16, 96.0),
+            at("69:41", 100, 40, 65.0),
+        ];
+        // Read at 1.5x: coordinates scaled, the first word surer, "up" misread, the last one
+        // no surer than before.
+        let again = vec![
+            at("10:42:11", 0, 90, 93.0),
+            at("uo", 105, 24, 97.0),
+            at("09:4:", 150, 60, 70.0),
+        ];
+        let got = second_look(first, again, 1.5);
+        let texts: Vec<&str> = got.iter().map(|w| w.text.as_str()).collect();
+        assert_eq!(texts, ["10:42:11", "up", "69:41"]);
+        assert_eq!((got[0].x, got[0].w, got[0].glyphs[0]), (0, 60, ('a', 0, 3)));
+    }
+
+    #[test]
     fn a_dash_between_numbers_is_a_range() {
         assert_eq!(ranges("9:30 — 10:00 Standup"), "9:30 – 10:00 Standup");
         assert_eq!(ranges("Files — Downloads"), "Files — Downloads");

@@ -184,7 +184,7 @@ fn widened_fixtures_meet_recall_and_junk_floors() {
         total.add(eval::score(&gt(name), &found(&r.targets), |_| true, true));
     }
     assert!(
-        total.recall().unwrap() >= 0.78,
+        total.recall().unwrap() >= 0.86,
         "recall {:?} ({}/{})",
         total.recall(),
         total.found,
@@ -198,7 +198,7 @@ fn widened_fixtures_meet_recall_and_junk_floors() {
 }
 
 /// What the loop needs read whole: a terminal command line is one target (a space in a
-/// monospace font is not a column gap), a typed value keeps no text caret ("milk|" is "milk"),
+/// monospace font is not a column gap, nor is column padding), a typed value keeps no text caret ("milk|" is "milk"),
 /// an icon's name wrapped onto two lines is one target, a one-digit badge is its digit.
 #[test]
 fn a_terminal_line_a_typed_value_a_wrapped_name_and_a_badge_are_read_whole() {
@@ -217,6 +217,19 @@ fn a_terminal_line_a_typed_value_a_wrapped_name_and_a_badge_are_read_whole() {
         "{term:?}"
     );
     assert!(term.iter().any(|t| t == "hello from voxdesk"), "{term:?}");
+    // Columns padded with spaces are one line; a line's start that means nothing alone
+    // ("-rw-r--r--") is read with the rest of it; grep's "42:" joins what follows.
+    for line in [
+        "Filesystem Size Used Avail Use% Mounted on",
+        "-rw-r--r-- 1 ada ada 5620 Feb 27 16:02 report.docx",
+        "42: // TODO: parse flags",
+    ] {
+        assert!(term.iter().any(|t| t == line), "{line}: {term:?}");
+    }
+    // Code: an underscore is no space, a closing brace is a target of its own.
+    let code = texts("code-dark-1x");
+    assert!(code.iter().any(|t| t.contains("edge_blobs(rgba")), "{code:?}");
+    assert!(code.iter().any(|t| t == "}"), "{code:?}");
     let menus = texts("menus-light-1x");
     assert!(menus.iter().any(|t| t == "milk"), "{menus:?}");
     assert!(menus.iter().any(|t| t == "Ctrl+S"), "{menus:?}");
