@@ -663,67 +663,9 @@ fn read_strips(
                 words = engine.read_gray(b.as_raw(), b.width(), b.height())?;
             }
         }
-        if words
-            .iter()
-            .any(|w| w.conf < DOUBT_CONF && w.text.chars().any(char::is_alphanumeric))
-        {
-            // A doubtful word: look again at another size. Tesseract's slips depend on the
-            // scale ("10:42" read "40:42" at one size and right, and sure, at another).
-            let (w2, h2) = (
-                (g.width() as f64 * SECOND_LOOK_SCALE).round() as u32,
-                (g.height() as f64 * SECOND_LOOK_SCALE).round() as u32,
-            );
-            let big = imageops::resize(g, w2, h2, imageops::FilterType::Triangle);
-            let again = engine.read_gray(big.as_raw(), w2, h2)?;
-            words = second_look(words, again, SECOND_LOOK_SCALE);
-        }
         out.push((i, words));
     }
     Ok(out)
-}
-
-/// Words Tesseract is less sure of than this (0–100) are read again at another size.
-const DOUBT_CONF: f32 = 70.0;
-/// The size of the second look, as a factor of the strip's.
-const SECOND_LOOK_SCALE: f64 = 1.5;
-
-/// Replace each doubtful word of `first` by the word of `again` (read at `scale` times the
-/// size) that covers the same pixels, when that one is clearly surer. Everything else of the
-/// first reading stays.
-fn second_look(first: Vec<RawWord>, again: Vec<RawWord>, scale: f64) -> Vec<RawWord> {
-    let back = |v: i32| (v as f64 / scale).round() as i32;
-    let again: Vec<RawWord> = again
-        .into_iter()
-        .map(|w| RawWord {
-            x: back(w.x),
-            y: back(w.y),
-            w: back(w.w),
-            h: back(w.h),
-            glyphs: w
-                .glyphs
-                .iter()
-                .map(|&(c, a, b)| (c, back(a), back(b)))
-                .collect(),
-            ..w
-        })
-        .collect();
-    first
-        .into_iter()
-        .map(|a| {
-            if a.conf >= DOUBT_CONF {
-                return a;
-            }
-            let overlap = |b: &RawWord| (a.x + a.w).min(b.x + b.w) - a.x.max(b.x);
-            let best = again
-                .iter()
-                .filter(|b| {
-                    let ov = overlap(b);
-                    ov * 10 >= a.w * 7 && ov * 10 >= b.w * 7 && b.conf >= a.conf + 10.0
-                })
-                .max_by(|x, y| x.conf.total_cmp(&y.conf));
-            best.cloned().unwrap_or(a)
-        })
-        .collect()
 }
 
 /// Group one strip's words into labels (split at gaps wider than a word space) in capture
@@ -1110,30 +1052,6 @@ mod tests {
         ] {
             assert_eq!(key_names(same), same);
         }
-    }
-
-    #[test]
-    fn a_second_look_replaces_only_doubtful_words_it_is_surer_of() {
-        let at = |text: &str, x: i32, wd: i32, conf: f32| RawWord {
-            glyphs: vec![('a', x, x + 4)],
-            ..w(text, x, wd, conf)
-        };
-        let first = vec![
-            at("40:42:11", 0, 60, 63.0),
-            at("up", 70, 16, 96.0),
-            at("69:41", 100, 40, 65.0),
-        ];
-        // Read at 1.5x: coordinates scaled, the first word surer, "up" misread, the last one
-        // no surer than before.
-        let again = vec![
-            at("10:42:11", 0, 90, 93.0),
-            at("uo", 105, 24, 97.0),
-            at("09:4:", 150, 60, 70.0),
-        ];
-        let got = second_look(first, again, 1.5);
-        let texts: Vec<&str> = got.iter().map(|w| w.text.as_str()).collect();
-        assert_eq!(texts, ["10:42:11", "up", "69:41"]);
-        assert_eq!((got[0].x, got[0].w, got[0].glyphs[0]), (0, 60, ('a', 0, 3)));
     }
 
     #[test]
