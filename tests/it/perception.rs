@@ -228,7 +228,10 @@ fn a_terminal_line_a_typed_value_a_wrapped_name_and_a_badge_are_read_whole() {
     }
     // Code: an underscore is no space, a closing brace is a target of its own.
     let code = texts("code-dark-1x");
-    assert!(code.iter().any(|t| t.contains("edge_blobs(rgba")), "{code:?}");
+    assert!(
+        code.iter().any(|t| t.contains("edge_blobs(rgba")),
+        "{code:?}"
+    );
     assert!(code.iter().any(|t| t == "}"), "{code:?}");
     let menus = texts("menus-light-1x");
     assert!(menus.iter().any(|t| t == "milk"), "{menus:?}");
