@@ -124,9 +124,9 @@ pub fn parse_hocr(hocr: &str) -> Vec<RawWord> {
 /// One `ocrx_word` span: `chunk` starts just after its class attribute and runs to the next
 /// word's.
 fn parse_word(chunk: &str) -> Option<RawWord> {
-    let title = attr(chunk, "title")?;
-    let [x0, y0, x1, y1] = bbox(title.strip_prefix("bbox ")?)?;
-    let conf: f32 = title
+    let head = title(chunk)?;
+    let [x0, y0, x1, y1] = bbox(head.strip_prefix("bbox ")?)?;
+    let conf: f32 = head
         .split(';')
         .find_map(|f| f.trim().strip_prefix("x_wconf "))?
         .trim()
@@ -135,7 +135,7 @@ fn parse_word(chunk: &str) -> Option<RawWord> {
     let mut text = String::new();
     let mut glyphs = Vec::new();
     for c in chunk.split("class='ocrx_cinfo'").skip(1) {
-        let t = attr(c, "title")?;
+        let t = title(c)?;
         let [a, _, b, _] = bbox(t.strip_prefix("x_bboxes ")?)?;
         let inner = c.split_once('>')?.1.split_once("</span>")?.0;
         let ch = unescape(inner);
@@ -161,10 +161,11 @@ fn parse_word(chunk: &str) -> Option<RawWord> {
     })
 }
 
-/// The value of `name='…'` in the start tag at the beginning of `s`.
-fn attr<'a>(s: &'a str, name: &str) -> Option<&'a str> {
+/// The value of `title='…'` in the start tag at the beginning of `s`.
+fn title(s: &str) -> Option<&str> {
+    const KEY: &str = "title='";
     let tag = s.split_once('>')?.0;
-    let at = tag.find(&format!("{name}='"))? + name.len() + 2;
+    let at = tag.find(KEY)? + KEY.len();
     let end = tag[at..].find('\'')?;
     Some(&tag[at..at + end])
 }
