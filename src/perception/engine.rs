@@ -14,8 +14,18 @@ pub struct RawWord {
     pub h: i32,
     /// 0–100 as Tesseract reports it.
     pub conf: f32,
-    /// Each character of `text` (whitespace aside) with its left and right edge, in image pixels.
-    pub glyphs: Vec<(char, i32, i32)>,
+    /// Each character of `text` (whitespace aside) with its box's edges.
+    pub glyphs: Vec<Glyph>,
+}
+
+/// One character as Tesseract boxed it, in image pixels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Glyph {
+    pub ch: char,
+    pub x0: i32,
+    pub x1: i32,
+    /// The box's bottom edge (exclusive).
+    pub y1: i32,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -125,7 +135,7 @@ pub fn parse_hocr(hocr: &str) -> Vec<RawWord> {
 /// word's.
 fn parse_word(chunk: &str) -> Option<RawWord> {
     let head = title(chunk)?;
-    let [x0, y0, x1, y1] = bbox(head.strip_prefix("bbox ")?)?;
+    let [wx0, wy0, wx1, wy1] = bbox(head.strip_prefix("bbox ")?)?;
     let conf: f32 = head
         .split(';')
         .find_map(|f| f.trim().strip_prefix("x_wconf "))?
@@ -136,14 +146,14 @@ fn parse_word(chunk: &str) -> Option<RawWord> {
     let mut glyphs = Vec::new();
     for c in chunk.split("class='ocrx_cinfo'").skip(1) {
         let t = title(c)?;
-        let [a, _, b, _] = bbox(t.strip_prefix("x_bboxes ")?)?;
+        let [x0, _, x1, y1] = bbox(t.strip_prefix("x_bboxes ")?)?;
         let inner = c.split_once('>')?.1.split_once("</span>")?.0;
         let ch = unescape(inner);
         if ch.trim().is_empty() {
             continue;
         }
         text.push_str(&ch);
-        glyphs.extend(ch.chars().next().map(|c| (c, a, b)));
+        glyphs.extend(ch.chars().next().map(|ch| Glyph { ch, x0, x1, y1 }));
     }
     if glyphs.is_empty() {
         // Without character boxes the word's text is the span's own content.
@@ -152,10 +162,10 @@ fn parse_word(chunk: &str) -> Option<RawWord> {
     }
     Some(RawWord {
         text: text.trim().to_string(),
-        x: x0,
-        y: y0,
-        w: x1 - x0,
-        h: y1 - y0,
+        x: wx0,
+        y: wy0,
+        w: wx1 - wx0,
+        h: wy1 - wy0,
         conf,
         glyphs,
     })
@@ -268,7 +278,9 @@ mod tests {
                     w: 30,
                     h: 12,
                     conf: 91.0,
-                    glyphs: vec![('S', 10, 17), ('&', 18, 24), ('<', 25, 31)],
+                    glyphs: [('S', 10, 17), ('&', 18, 24), ('<', 25, 31)]
+                        .map(|(ch, x0, x1)| Glyph { ch, x0, x1, y1: 16 })
+                        .to_vec(),
                 },
                 RawWord {
                     text: "Ok".into(),

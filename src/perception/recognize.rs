@@ -10,7 +10,7 @@ use std::hash::{Hash, Hasher};
 
 use image::{imageops, GrayImage};
 
-use super::engine::{EngineError, EnginePool, RawWord};
+use super::engine::{EngineError, EnginePool, Glyph, RawWord};
 use super::lines::LineBox;
 use super::mono::{self, Piece};
 use crate::geometry::Rect;
@@ -601,7 +601,7 @@ fn join_wrapped(mut labels: Vec<Label>, bg: impl Fn(&Rect) -> [u8; 3]) -> Vec<La
                     && (r.y - last.bottom()) * 5 <= last.h * 4
                     && ((2 * r.x + r.w) - axis).abs() <= 6
                     && ((r.w - last.w).abs() >= 3 || broken(&joined.text))
-                    && (r.h - last.h).abs() * 10 <= 3 * r.h.max(last.h)
+                    && (r.h - last.h).abs() * 2 <= r.h.max(last.h)
             });
             let Some(j) = below else { break };
             let (a, b) = (bg(&last), bg(&labels[j].rect));
@@ -663,9 +663,64 @@ fn read_strips(
                 words = engine.read_gray(b.as_raw(), b.width(), b.height())?;
             }
         }
+        if let [w] = &mut words[..] {
+            // A brace alone on its line (a block's end at column 0) is read as "+" without the
+            // code around it.
+            if matches!(w.text.as_str(), "+" | "{" | "}") {
+                if let Some(c) = brace_shape(&strips[i].gray) {
+                    w.text = c.to_string();
+                    w.conf = w.conf.max(90.0);
+                    for gl in &mut w.glyphs {
+                        gl.ch = c;
+                    }
+                }
+            }
+        }
         out.push((i, words));
     }
     Ok(out)
+}
+
+/// A lone "{" or "}" told by its shape: about twice as tall as wide, a stem with hooks at both
+/// ends bent one way and a spike at its middle pointing the other. A "+" is as wide as tall.
+fn brace_shape(gray: &GrayImage) -> Option<char> {
+    let ink = |x: u32, y: u32| gray.get_pixel(x, y).0[0] < 160;
+    let (mut x0, mut y0, mut x1, mut y1) = (u32::MAX, u32::MAX, 0, 0);
+    for (x, y, p) in gray.enumerate_pixels() {
+        if p.0[0] < 160 {
+            (x0, y0, x1, y1) = (x0.min(x), y0.min(y), x1.max(x), y1.max(y));
+        }
+    }
+    if x0 > x1 {
+        return None;
+    }
+    let (w, h) = ((x1 - x0 + 1) as f64, (y1 - y0 + 1) as f64);
+    if h < 1.6 * w || w < 3.0 {
+        return None;
+    }
+    // Mean ink column of the rows between fractions `a` and `b` of the height.
+    let centre = |a: f64, b: f64| {
+        let (mut sum, mut n) = (0.0, 0.0);
+        for y in (y0 as f64 + a * h) as u32..=(y0 as f64 + b * h).min(y1 as f64) as u32 {
+            for x in x0..=x1 {
+                if ink(x, y) {
+                    sum += x as f64;
+                    n += 1.0;
+                }
+            }
+        }
+        (n > 0.0).then(|| sum / n)
+    };
+    let stem = (centre(0.2, 0.35)? + centre(0.65, 0.8)?) / 2.0;
+    let (top, mid, bottom) = (centre(0.0, 0.1)?, centre(0.42, 0.58)?, centre(0.9, 1.0)?);
+    let d = 0.12 * w;
+    if mid > stem + d && top < stem - d && bottom < stem - d {
+        Some('}')
+    } else if mid < stem - d && top > stem + d && bottom > stem + d {
+        Some('{')
+    } else {
+        None
+    }
 }
 
 /// Group one strip's words into labels (split at gaps wider than a word space) in capture
@@ -696,25 +751,61 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Piece> {
     groups
         .into_iter()
         .filter_map(|g| {
-            // The baseline: the bottom most words share (those without descenders).
+            // The baseline: the bottom most letters without descenders share (a word's box can
+            // swallow an underscore; without character boxes, the words' bottoms).
             let mut bottoms: HashMap<i32, usize> = HashMap::new();
             for w in &g {
-                *bottoms.entry(w.y + w.h).or_default() += 1;
+                let on_base = w
+                    .glyphs
+                    .iter()
+                    .filter(|c| c.ch.is_alphanumeric() && !"gjpqyQ".contains(c.ch));
+                if w.glyphs.is_empty() {
+                    *bottoms.entry(w.y + w.h).or_default() += 1;
+                }
+                for c in on_base {
+                    *bottoms.entry(c.y1).or_default() += 1;
+                }
+            }
+            if bottoms.is_empty() {
+                for w in &g {
+                    *bottoms.entry(w.y + w.h).or_default() += 1;
+                }
             }
             let base = bottoms
                 .iter()
                 .max_by_key(|(b, n)| (**n, -**b))
                 .map_or(0, |(b, _)| *b);
             let top = g.iter().map(|w| w.y).min().unwrap_or(0);
+            // A character's width: the median glyph's (a word's box can swallow a neighbour).
+            let mut widths: Vec<i32> = g
+                .iter()
+                .flat_map(|w| w.glyphs.iter().map(|g| g.x1 - g.x0))
+                .collect();
+            widths.sort_unstable();
+            let cw = widths.get(widths.len() / 2).copied().unwrap_or(base - top);
             let mut joined = String::new();
             for (k, w) in g.iter().enumerate() {
                 if k > 0 {
-                    let underscore = low_stroke_between(&strip.gray, g[k - 1], w, base, base - top);
-                    joined.push_str(if underscore { "_" } else { " " });
+                    let underscore = underscore_between(&strip.gray, g[k - 1], w, cw, top, base);
+                    joined.push_str(match underscore {
+                        // Tesseract read the underscore itself and a space beside it.
+                        true if joined.ends_with('_') || w.text.starts_with('_') => "",
+                        true => "_",
+                        false => " ",
+                    });
                 }
                 joined.push_str(&w.text);
             }
-            let text = ranges(&key_names(&clean_text(&joined)));
+            let mut text = ranges(&key_names(&clean_text(&joined)));
+            // A name broken after an underscore (an icon's wrapped file name): the "_" ends the
+            // line, where Tesseract drops it or `clean_text` takes it for a border.
+            if let Some(last) = g.last().and_then(|w| w.glyphs.last()) {
+                if !text.ends_with('_')
+                    && underscore_in(&strip.gray, last.x1, last.x1 + cw, cw, top, base)
+                {
+                    text.push('_');
+                }
+            }
             let conf = g.iter().map(|w| w.conf).sum::<f32>() / g.len() as f32 / 100.0;
             // Brackets and semicolons alone ("}", "});") close code blocks; they are kept only
             // if the monospace join finds them on a grid (`Piece::symbols`).
@@ -743,7 +834,10 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Piece> {
             // Letters and digits only: Tesseract places the box of a "." or ":" loosely.
             for w in &g {
                 let mut prev: Option<(char, f64)> = None;
-                for &(ch, a, b) in &w.glyphs {
+                for &Glyph {
+                    ch, x0: a, x1: b, ..
+                } in &w.glyphs
+                {
                     if !ch.is_alphanumeric() {
                         prev = None;
                         continue;
@@ -775,38 +869,63 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Piece> {
         .collect()
 }
 
-/// Is the gap between two words of a monospace strip bridged by a low flat stroke (an
-/// underscore)? Tesseract reads the "_" of `find_lines` as a space; in a monospace line a space
-/// is an empty cell, so ink under the baseline (`base`, strip pixels; `h` the letters' height)
-/// across most of the gap is the underscore.
-fn low_stroke_between(gray: &GrayImage, a: &RawWord, b: &RawWord, base: i32, h: i32) -> bool {
-    let (x0, x1) = (a.x + a.w, b.x);
-    if x1 - x0 < 2 || h <= 0 {
+/// Is the space Tesseract put between words `a` and `b` an underscore? It reads the "_" of
+/// `find_lines` as a space and may swallow it into either word's box, so the strip itself is
+/// looked at: a low flat stroke about a character long (one or two cells) with nothing above
+/// its middle, between `a`'s last letter and `b`'s first. An underline (a link) runs on under the
+/// letters; a descender's hook has its letter above it.
+fn underscore_between(
+    gray: &GrayImage,
+    a: &RawWord,
+    b: &RawWord,
+    cw: i32,
+    top: i32,
+    base: i32,
+) -> bool {
+    let lo = a.glyphs.last().map_or(a.x, |g| g.x0);
+    let hi = b.glyphs.first().map_or(b.x + b.w, |g| g.x1);
+    underscore_in(gray, lo, hi, cw, top, base)
+}
+
+/// Is there an underscore (`underscore_between`) starting or ending between columns `lo` and `hi`?
+fn underscore_in(gray: &GrayImage, lo: i32, hi: i32, cw: i32, top: i32, base: i32) -> bool {
+    let h = base - top;
+    if cw <= 0 || h <= 0 {
         return false;
     }
+    let ink = |x: i32, y: i32| {
+        x >= 0
+            && y >= 0
+            && (x as u32) < gray.width()
+            && (y as u32) < gray.height()
+            && gray.get_pixel(x as u32, y as u32).0[0] < 200
+    };
     // An underscore hangs just under the baseline, above where descenders end (a third of the
     // letters' height under it); a rule under the line (an editor's current-line frame) lies
     // lower.
-    let (y0, y1) = (base + 1, base + h * 3 / 10);
-    let inked = |x0: i32, x1: i32| {
-        (x0..x1)
-            .filter(|&x| {
-                (y0..=y1).any(|y| {
-                    x >= 0
-                        && y >= 0
-                        && (x as u32) < gray.width()
-                        && (y as u32) < gray.height()
-                        && gray.get_pixel(x as u32, y as u32).0[0] < 200
-                })
-            })
-            .count() as i32
-    };
-    let gap = x1 - x0;
-    // An underline (a link) runs under the letters on both sides as well; an underscore is
-    // only in the gap (a descender may hang beside it on one side).
-    let span = gap.min(a.w).min(b.w).max(1);
-    let under_both = inked(x0 - span, x0) * 10 >= span * 7 && inked(x1, x1 + span) * 10 >= span * 7;
-    inked(x0, x1) * 10 >= gap * 7 && !under_both
+    let low = |x: i32| (base + 1..=base + (h * 3 / 10).max(2)).any(|y| ink(x, y));
+    let above = |x: i32| (top..base - 1).any(|y| ink(x, y));
+    let mut x = lo;
+    while x < hi {
+        if !low(x) {
+            x += 1;
+            continue;
+        }
+        let (mut l, mut r) = (x, x);
+        while low(l - 1) {
+            l -= 1;
+        }
+        while low(r + 1) {
+            r += 1;
+        }
+        let len = r - l + 1;
+        let (m0, m1) = (l + len / 5, r - len / 5);
+        if len * 10 >= cw * 6 && len * 10 <= cw * 26 && !(m0..=m1).any(above) {
+            return true;
+        }
+        x = r + 1;
+    }
+    false
 }
 
 /// Trim border fragments that a crop can pick up at its ends (`|`, stray brackets, quotes).
