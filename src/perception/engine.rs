@@ -26,6 +26,8 @@ pub struct Glyph {
     pub x1: i32,
     /// The box's bottom edge (exclusive).
     pub y1: i32,
+    /// 0–100 as Tesseract reports it.
+    pub conf: f32,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -147,13 +149,24 @@ fn parse_word(chunk: &str) -> Option<RawWord> {
     for c in chunk.split("class='ocrx_cinfo'").skip(1) {
         let t = title(c)?;
         let [x0, _, x1, y1] = bbox(t.strip_prefix("x_bboxes ")?)?;
+        let conf = t
+            .split(';')
+            .find_map(|f| f.trim().strip_prefix("x_conf "))
+            .and_then(|c| c.trim().parse().ok())
+            .unwrap_or(0.0);
         let inner = c.split_once('>')?.1.split_once("</span>")?.0;
         let ch = unescape(inner);
         if ch.trim().is_empty() {
             continue;
         }
         text.push_str(&ch);
-        glyphs.extend(ch.chars().next().map(|ch| Glyph { ch, x0, x1, y1 }));
+        glyphs.extend(ch.chars().next().map(|ch| Glyph {
+            ch,
+            x0,
+            x1,
+            y1,
+            conf,
+        }));
     }
     if glyphs.is_empty() {
         // Without character boxes the word's text is the span's own content.
@@ -278,9 +291,19 @@ mod tests {
                     w: 30,
                     h: 12,
                     conf: 91.0,
-                    glyphs: [('S', 10, 17), ('&', 18, 24), ('<', 25, 31)]
-                        .map(|(ch, x0, x1)| Glyph { ch, x0, x1, y1: 16 })
-                        .to_vec(),
+                    glyphs: [
+                        ('S', 10, 17, 99.1),
+                        ('&', 18, 24, 98.0),
+                        ('<', 25, 31, 98.0)
+                    ]
+                    .map(|(ch, x0, x1, conf)| Glyph {
+                        ch,
+                        x0,
+                        x1,
+                        y1: 16,
+                        conf
+                    })
+                    .to_vec(),
                 },
                 RawWord {
                     text: "Ok".into(),

@@ -33,6 +33,8 @@ const SHAPE_CONF: f32 = 0.9;
 const RETRY_MIN_CONF: f32 = 50.0;
 /// Words Tesseract itself doubts this much are dropped (0–100).
 const MIN_WORD_CONF: f32 = 25.0;
+/// Characters all at least this sure make a word, whatever Tesseract scores the word.
+const SURE_GLYPH_CONF: f32 = 95.0;
 
 /// A recognised label in capture pixels, before it has an id.
 #[derive(Debug, Clone, PartialEq)]
@@ -663,6 +665,18 @@ fn read_strips(
                 words = engine.read_gray(b.as_raw(), b.width(), b.height())?;
             }
         }
+        for w in &mut words {
+            // Tesseract can score a word 0 whose every character it is sure of (the halves of
+            // "crate::geometry::" split at "::"): the characters' word is taken.
+            let sure = w
+                .glyphs
+                .iter()
+                .map(|g| g.conf)
+                .fold(f32::INFINITY, f32::min);
+            if w.conf < MIN_WORD_CONF && !w.glyphs.is_empty() && sure >= SURE_GLYPH_CONF {
+                w.conf = sure;
+            }
+        }
         if let [w] = &mut words[..] {
             // A brace alone on its line (a block's end at column 0) is read as "+" without the
             // code around it.
@@ -783,14 +797,40 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Piece> {
                 .collect();
             widths.sort_unstable();
             let cw = widths.get(widths.len() / 2).copied().unwrap_or(base - top);
+            // A monospace run's pitch, from letters side by side within its words: Tesseract
+            // splits a path's "::" in two ("crate: :geometry"). Measured: gluing every word
+            // pair one cell apart also glues proportional words ("Backupnow").
+            let mut steps: Vec<f64> = g
+                .iter()
+                .flat_map(|w| {
+                    w.glyphs.windows(2).filter_map(|p| {
+                        (p[0].ch.is_alphabetic() && p[1].ch.is_alphabetic())
+                            .then(|| (p[1].x0 + p[1].x1 - p[0].x0 - p[0].x1) as f64 / 2.0)
+                    })
+                })
+                .collect();
+            steps.sort_by(f64::total_cmp);
+            // Most steps one pitch: a box Tesseract swallowed a neighbour into is off.
+            let pitch = steps.get(steps.len() / 2).copied().filter(|&m| {
+                let on = steps.iter().filter(|&&v| (v - m).abs() <= 0.18 * m).count();
+                steps.len() >= 6 && on * 4 >= steps.len() * 3
+            });
             let mut joined = String::new();
             for (k, w) in g.iter().enumerate() {
                 if k > 0 {
-                    let underscore = underscore_between(&strip.gray, g[k - 1], w, cw, top, base);
+                    let a = g[k - 1];
+                    let underscore = underscore_between(&strip.gray, a, w, cw, top, base);
+                    let adjacent = match (pitch, a.glyphs.last(), w.glyphs.first()) {
+                        (Some(p), Some(l), Some(f)) if l.ch == ':' && f.ch == ':' => {
+                            ((f.x0 + f.x1 - l.x0 - l.x1) as f64 / 2.0) < 1.5 * p
+                        }
+                        _ => false,
+                    };
                     joined.push_str(match underscore {
                         // Tesseract read the underscore itself and a space beside it.
                         true if joined.ends_with('_') || w.text.starts_with('_') => "",
                         true => "_",
+                        false if adjacent => "",
                         false => " ",
                     });
                 }
