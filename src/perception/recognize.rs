@@ -183,7 +183,8 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         imageops::replace(&mut framed, &gray, bx as i64, by as i64);
         framed
     };
-    let framed = render(&dist);
+    let mut framed = render(&dist);
+    undot_zeros(&mut framed);
     // Unsmoothed hairlines (an outline font such as URW Gothic rendered without anti-aliasing:
     // xcalc's fallback when its `8x13` is missing) come out of the softening light grey, and
     // Tesseract reads a lone "1" as "]". An unsmoothed strip that reads as no label is read once
@@ -204,6 +205,100 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         scale,
         border: (bx, by),
         mono: line.mono,
+    }
+}
+
+/// Erase the dot inside a dotted zero (DejaVu Sans Mono, the default monospace font on Debian,
+/// and most terminal fonts): Tesseract reads it as "@", "9" or "6". The dot is an ink blob
+/// alone in the hole of a ring much taller than wide, near its middle; what is left is a plain
+/// "0" that Tesseract reads. Nothing else is touched (an "@" is joined to its inner stroke, a
+/// "%" has no ring around its circles, an "o" is as wide as tall).
+fn undot_zeros(img: &mut GrayImage) {
+    let (w, h) = (img.width() as i32, img.height() as i32);
+    // Dark ink only: the anti-aliased grey between dot and ring (darkened for monospace text)
+    // would join them.
+    let ink = |img: &GrayImage, x: i32, y: i32| img.get_pixel(x as u32, y as u32).0[0] < 64;
+    // 8-connected components of the ink: a label per pixel (0 = paper) and each one's box.
+    let mut label = vec![0u32; (w * h) as usize];
+    let mut boxes: Vec<(i32, i32, i32, i32)> = vec![(0, 0, 0, 0)];
+    let mut stack = Vec::new();
+    for y0 in 0..h {
+        for x0 in 0..w {
+            if label[(y0 * w + x0) as usize] != 0 || !ink(img, x0, y0) {
+                continue;
+            }
+            let id = boxes.len() as u32;
+            let mut b = (x0, y0, x0, y0);
+            label[(y0 * w + x0) as usize] = id;
+            stack.push((x0, y0));
+            while let Some((x, y)) = stack.pop() {
+                b = (b.0.min(x), b.1.min(y), b.2.max(x), b.3.max(y));
+                for (dx, dy) in [
+                    (-1, -1),
+                    (0, -1),
+                    (1, -1),
+                    (-1, 0),
+                    (1, 0),
+                    (-1, 1),
+                    (0, 1),
+                    (1, 1),
+                ] {
+                    let (nx, ny) = (x + dx, y + dy);
+                    if nx >= 0 && ny >= 0 && nx < w && ny < h {
+                        let k = (ny * w + nx) as usize;
+                        if label[k] == 0 && ink(img, nx, ny) {
+                            label[k] = id;
+                            stack.push((nx, ny));
+                        }
+                    }
+                }
+            }
+            boxes.push(b);
+        }
+    }
+    if boxes.len() < 3 {
+        return;
+    }
+    let at = |x: i32, y: i32| label[(y * w + x) as usize];
+    for id in 1..boxes.len() as u32 {
+        let d = boxes[id as usize];
+        let (cx, cy) = ((d.0 + d.2) / 2, (d.1 + d.3) / 2);
+        // The ring: what a ray from the dot's centre meets first, the same in all four ways.
+        let ray = |dx: i32, dy: i32| {
+            let (mut x, mut y) = (cx, cy);
+            loop {
+                x += dx;
+                y += dy;
+                if x < 0 || y < 0 || x >= w || y >= h {
+                    return None;
+                }
+                let l = at(x, y);
+                if l != 0 && l != id {
+                    return Some(l);
+                }
+            }
+        };
+        let Some(r) = ray(-1, 0) else { continue };
+        if [ray(1, 0), ray(0, -1), ray(0, 1)]
+            .iter()
+            .any(|&o| o != Some(r))
+        {
+            continue;
+        }
+        let o = boxes[r as usize];
+        let (rw, rh) = (o.2 - o.0 + 1, o.3 - o.1 + 1);
+        let (dw, dh) = (d.2 - d.0 + 1, d.3 - d.1 + 1);
+        let centred =
+            ((o.0 + o.2) / 2 - cx).abs() * 4 <= rw && ((o.1 + o.3) / 2 - cy).abs() * 4 <= rh;
+        if rh * 10 >= rw * 13 && dw * 20 <= rw * 9 && dh * 20 <= rh * 7 && centred {
+            for y in d.1..=d.3 {
+                for x in d.0..=d.2 {
+                    if at(x, y) == id {
+                        img.put_pixel(x as u32, y as u32, image::Luma([255]));
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -1109,6 +1204,86 @@ fn plausible(text: &str, conf: f32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// White paper with black rectangles (x, y, w, h).
+    fn paper(w: u32, h: u32, ink: &[(u32, u32, u32, u32)]) -> GrayImage {
+        let mut g = GrayImage::from_pixel(w, h, image::Luma([255]));
+        for &(x0, y0, rw, rh) in ink {
+            for y in y0..y0 + rh {
+                for x in x0..x0 + rw {
+                    g.put_pixel(x, y, image::Luma([0]));
+                }
+            }
+        }
+        g
+    }
+
+    #[test]
+    fn underscores_are_low_strokes_a_cell_long_with_nothing_above() {
+        // Letters' bodies from y 10 to 30 (baseline 30), one cell 10 px wide, in two words with
+        // a cell between them at x 40..50.
+        let body = [(0, 10, 38, 20), (52, 10, 38, 20)];
+        let with = |extra: &[(u32, u32, u32, u32)]| {
+            let mut ink = body.to_vec();
+            ink.extend_from_slice(extra);
+            underscore_in(&paper(100, 50, &ink), 30, 60, 10, 10, 30)
+        };
+        assert!(with(&[(40, 32, 10, 2)]), "an underscore in the gap");
+        assert!(!with(&[]), "a plain space");
+        assert!(
+            !with(&[(0, 32, 90, 2)]),
+            "a link's underline runs under the letters"
+        );
+        assert!(
+            !with(&[(30, 32, 6, 2)]),
+            "a descender's hook has its letter above it"
+        );
+        assert!(!with(&[(40, 46, 10, 2)]), "a rule well under the line");
+    }
+
+    #[test]
+    fn a_lone_brace_is_told_by_its_shape() {
+        // A "}" 10 wide and 30 tall: hooks bent left at both ends, a spike right at the middle.
+        let close = [(0, 0, 6, 2), (5, 0, 2, 30), (0, 28, 6, 2), (7, 14, 5, 2)];
+        let g = paper(20, 40, &close.map(|(x, y, w, h)| (x + 4, y + 5, w, h)));
+        assert_eq!(brace_shape(&g), Some('}'));
+        let open = close.map(|(x, y, w, h)| (20 - x - w, y + 5, w, h));
+        assert_eq!(brace_shape(&paper(20, 40, &open)), Some('{'));
+        // A "+" is as wide as tall.
+        let plus = [(2, 10, 16, 2), (9, 3, 2, 16)];
+        assert_eq!(brace_shape(&paper(20, 40, &plus)), None);
+        // A ")" is a stem without a spike.
+        assert_eq!(brace_shape(&paper(20, 40, &[(8, 5, 2, 30)])), None);
+    }
+
+    #[test]
+    fn the_dot_of_a_dotted_zero_is_erased_and_nothing_else() {
+        // A zero: a ring 12 wide and 20 tall with a 4 x 4 dot in its hole.
+        let ring = |x: u32| {
+            [
+                (x, 5, 12, 2),
+                (x, 23, 12, 2),
+                (x, 5, 2, 20),
+                (x + 10, 5, 2, 20),
+            ]
+        };
+        let mut ink = ring(5).to_vec();
+        ink.push((9, 13, 4, 4));
+        let mut g = paper(40, 30, &ink);
+        undot_zeros(&mut g);
+        assert_eq!(g, paper(40, 30, &ring(5)));
+        // A round ring (an "o" with something in it, a circled letter) is left alone.
+        let round = [
+            (5, 5, 16, 2),
+            (5, 19, 16, 2),
+            (5, 5, 2, 16),
+            (19, 5, 2, 16),
+            (11, 11, 4, 4),
+        ];
+        let mut g = paper(40, 30, &round);
+        undot_zeros(&mut g);
+        assert_eq!(g, paper(40, 30, &round));
+    }
 
     fn w(text: &str, x: i32, wd: i32, conf: f32) -> RawWord {
         RawWord {
