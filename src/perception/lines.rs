@@ -578,6 +578,42 @@ fn is_arc(b: &Blob, letter_h: i32) -> bool {
     b.w() * 2 <= b.h() + 4 && (b.h() >= 2 * letter_h + 1 || (wide && b.h() * 2 >= letter_h * 3))
 }
 
+/// The heights of `chain`'s seed-sized blobs, counting the two halves of a stem cut by a bar
+/// (a "+" at scale 2: two specks one above the other) as one: halves would pass for the
+/// letters' height and make every letter beside them look like a pill's end.
+fn stacked_heights(chain: &[Blob]) -> Vec<i32> {
+    let mut hs = Vec::new();
+    let mut used = vec![false; chain.len()];
+    for i in 0..chain.len() {
+        if used[i] {
+            continue;
+        }
+        let a = chain[i];
+        let mut h = a.h();
+        if a.h() <= PUNCT_MAX_H && a.w() <= a.h() {
+            let below = (0..chain.len()).find(|&j| {
+                let b = chain[j];
+                !used[j]
+                    && j != i
+                    && b.h() <= PUNCT_MAX_H
+                    && b.w() <= b.h()
+                    && b.y0 >= a.y1
+                    && b.y0 - a.y1 <= 2
+                    && (b.x1.min(a.x1) - b.x0.max(a.x0)) * 5 >= 4 * a.w().min(b.w())
+            });
+            if let Some(j) = below {
+                used[j] = true;
+                h = chain[j].y1 - a.y0;
+            }
+        }
+        used[i] = true;
+        if h >= MIN_SEED_HEIGHT {
+            hs.push(h);
+        }
+    }
+    hs
+}
+
 /// Narrow for its height: a stroke or a border side with its rounded corners.
 fn is_thin(b: &Blob) -> bool {
     b.w() <= 8.max(b.h() / 4)
@@ -1030,6 +1066,8 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
         // in a two-letter label ("OK") half the blobs are sides. Blobs over 1.5 times the lower
         // quartile (sides, pill ends) are left out of the letters' height.
         let rule_h = {
+            let mut hs = stacked_heights(&chain);
+            hs.sort_unstable();
             let lq = hs[hs.len() / 4];
             let mut core: Vec<i32> = hs.iter().copied().filter(|&h| h * 2 <= lq * 3).collect();
             median(&mut core).max(MIN_SEED_HEIGHT)
