@@ -1227,6 +1227,17 @@ mod tests {
     }
 
     #[test]
+    fn the_halves_of_a_cut_stem_count_as_one_height() {
+        let b = |x0, y0, w, h| Blob { x0, y0, x1: x0 + w, y1: y0 + h };
+        // "Ctrl+H" at scale 2: the "+" stem cut by its bar into two specks.
+        let chain = [b(0, 0, 40, 19), b(43, 4, 4, 6), b(43, 11, 4, 5), b(49, 1, 8, 17)];
+        assert_eq!(stacked_heights(&chain), vec![19, 12, 17]);
+        // A colon's dots are apart: two specks, not one stem.
+        let colon = [b(0, 0, 8, 14), b(10, 3, 2, 2), b(10, 9, 2, 2)];
+        assert_eq!(stacked_heights(&colon), vec![14]);
+    }
+
+    #[test]
     fn flat_stroke_glyphs_alone_become_labels_named_by_their_shape() {
         let bg = [255, 255, 255];
         let fg = [0, 0, 0];
