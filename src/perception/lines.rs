@@ -983,6 +983,8 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
         }
         // Join the open label whose band this blob shares most. A blob much shorter than the
         // label (but not punctuation) is text of another row or size, not part of this one.
+        // A speck on equal overlap goes to the label of much smaller letters: a speck of "BL"
+        // (the foot of its "L") belongs to the initials, not to the circle drawn around them.
         let mut best: Option<(usize, i32)> = None;
         for (k, o) in open.iter().enumerate() {
             let ov = b.y1.min(o.y1) - b.y0.max(o.y0);
@@ -993,7 +995,10 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
             if ov >= need.max(1)
                 && size_ok
                 && (gap as f64) <= CHAIN_GAP * o.core_h as f64 + 1.0
-                && best.is_none_or(|(_, bo)| ov > bo)
+                && best.is_none_or(|(bk, bo)| {
+                    ov > bo
+                        || (ov == bo && b.h() < MIN_SEED_HEIGHT && o.core_h * 3 <= open[bk].core_h)
+                })
             {
                 best = Some((k, ov));
             }
@@ -1092,8 +1097,12 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
         let mut leading: Vec<Blob> = Vec::new();
         for b in chain {
             if is_rule(&b, rule_h) || is_arc(&b, rule_h) {
-                parts.push(std::mem::take(&mut part));
-                leading.clear();
+                // The far half of a circle around initials starts inside them (blobs come in
+                // order of their left edge): it ends nothing, what it encloses goes on.
+                if !part.iter().any(|p| p.x1 > b.x0 && p.h() >= MIN_SEED_HEIGHT) {
+                    parts.push(std::mem::take(&mut part));
+                    leading.clear();
+                }
                 continue;
             }
             let glyph_band = part.iter().filter(|p| p.h() >= MIN_SEED_HEIGHT).fold(
@@ -1107,7 +1116,16 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
                 // dot of an i); rounded button corners above and below would bridge two labels.
                 // Before the first letter that band is not known yet: the speck waits for it.
                 let cy = (b.y0 + b.y1) / 2;
+                // A short upright stroke level with the letters' middle is a chip's rounded
+                // end showing through, not punctuation (a "." or "," sits low, a "-" is flat).
+                let upright = |(a, z): (i32, i32)| {
+                    b.h() >= 2 * b.w()
+                        && b.h() >= 3
+                        && cy >= a + (z - a) / 4
+                        && cy < z - (z - a) / 4
+                };
                 match glyph_band {
+                    Some(band) if upright(band) => {}
                     Some((a, z)) if cy >= a && cy < z => part.push(b),
                     Some(_) => {}
                     None => leading.push(b),
@@ -1125,9 +1143,10 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
                 // with it, while a leading "+" or "-" sits in the middle.
                 let gap = LABEL_GAP * letter_h as f64 + 1.0;
                 let (mid0, mid1) = (b.y0 + b.h() / 4, b.y1 - b.h() / 4);
+                // Flat ones only (the arm of a "+", a "-"): an upright one is a chip's end.
                 part.extend(leading.drain(..).filter(|s| {
                     let cy = (s.y0 + s.y1) / 2;
-                    cy >= mid0 && cy < mid1 && (b.x0 - s.x1) as f64 <= gap
+                    cy >= mid0 && cy < mid1 && (b.x0 - s.x1) as f64 <= gap && s.h() < 2 * s.w()
                 }));
             }
             leading.clear();
@@ -1228,9 +1247,19 @@ mod tests {
 
     #[test]
     fn the_halves_of_a_cut_stem_count_as_one_height() {
-        let b = |x0, y0, w, h| Blob { x0, y0, x1: x0 + w, y1: y0 + h };
+        let b = |x0, y0, w, h| Blob {
+            x0,
+            y0,
+            x1: x0 + w,
+            y1: y0 + h,
+        };
         // "Ctrl+H" at scale 2: the "+" stem cut by its bar into two specks.
-        let chain = [b(0, 0, 40, 19), b(43, 4, 4, 6), b(43, 11, 4, 5), b(49, 1, 8, 17)];
+        let chain = [
+            b(0, 0, 40, 19),
+            b(43, 4, 4, 6),
+            b(43, 11, 4, 5),
+            b(49, 1, 8, 17),
+        ];
         assert_eq!(stacked_heights(&chain), vec![19, 12, 17]);
         // A colon's dots are apart: two specks, not one stem.
         let colon = [b(0, 0, 8, 14), b(10, 3, 2, 2), b(10, 9, 2, 2)];
