@@ -24,7 +24,8 @@ pub struct Glyph {
     pub ch: char,
     pub x0: i32,
     pub x1: i32,
-    /// The box's bottom edge (exclusive).
+    /// The box's top and bottom edges (bottom exclusive).
+    pub y0: i32,
     pub y1: i32,
     /// 0–100 as Tesseract reports it.
     pub conf: f32,
@@ -148,7 +149,7 @@ fn parse_word(chunk: &str) -> Option<RawWord> {
     let mut glyphs = Vec::new();
     for c in chunk.split("class='ocrx_cinfo'").skip(1) {
         let t = title(c)?;
-        let [x0, _, x1, y1] = bbox(t.strip_prefix("x_bboxes ")?)?;
+        let [x0, y0, x1, y1] = bbox(t.strip_prefix("x_bboxes ")?)?;
         let conf = t
             .split(';')
             .find_map(|f| f.trim().strip_prefix("x_conf "))
@@ -164,6 +165,7 @@ fn parse_word(chunk: &str) -> Option<RawWord> {
             ch,
             x0,
             x1,
+            y0,
             y1,
             conf,
         }));
@@ -292,14 +294,15 @@ mod tests {
                     h: 12,
                     conf: 91.0,
                     glyphs: [
-                        ('S', 10, 17, 99.1),
-                        ('&', 18, 24, 98.0),
-                        ('<', 25, 31, 98.0)
+                        ('S', 10, 4, 17, 99.1),
+                        ('&', 18, 6, 24, 98.0),
+                        ('<', 25, 6, 31, 98.0)
                     ]
-                    .map(|(ch, x0, x1, conf)| Glyph {
+                    .map(|(ch, x0, y0, x1, conf)| Glyph {
                         ch,
                         x0,
                         x1,
+                        y0,
                         y1: 16,
                         conf
                     })
