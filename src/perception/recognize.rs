@@ -602,8 +602,9 @@ pub fn recognise(
     in_context(rgba, width, height, &unread, &mut joined, pool, cache)?;
     let mut labels = shaped;
     let mut lined = Vec::new();
-    for (label, mono) in joined {
+    for (mut label, mono) in joined {
         if mono {
+            label.text = mono_zeros(&label.text);
             lined.push(label);
         } else {
             labels.push(label);
@@ -668,6 +669,24 @@ fn in_context(
         }
     }
     Ok(())
+}
+
+/// In a monospace line (code, a terminal), a zero whose dot or slash survived `undot_zeros` is
+/// read as "@" or "O": after a letter or digit and before anything but one ("x0:", "self.y0 }"),
+/// neither makes sense there. An address ("ada@host") or a word ("IO", "ZOOM") is left alone.
+fn mono_zeros(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    (0..c.len())
+        .map(|i| {
+            let after = i > 0 && (c[i - 1].is_ascii_lowercase() || c[i - 1].is_ascii_digit());
+            let before = c.get(i + 1).is_none_or(|n| !n.is_alphanumeric());
+            if matches!(c[i], '@' | 'O') && after && before {
+                '0'
+            } else {
+                c[i]
+            }
+        })
+        .collect()
 }
 
 /// A wrapped name (an icon's file name under the icon) is drawn as lines centred on one axis,
@@ -1279,6 +1298,22 @@ mod tests {
             "a descender's hook has its letter above it"
         );
         assert!(!with(&[(40, 46, 10, 2)]), "a rule well under the line");
+    }
+
+    #[test]
+    fn zeros_in_monospace_lines() {
+        for (read, want) in [
+            (
+                "struct Blob { x@: i32, yO: i32 }",
+                "struct Blob { x0: i32, y0: i32 }",
+            ),
+            ("self.y@ }", "self.y0 }"),
+            ("ada@voxdesk:~$ ls", "ada@voxdesk:~$ ls"),
+            ("IO ZOOM Off", "IO ZOOM Off"),
+            ("1.2 3O%", "1.2 30%"),
+        ] {
+            assert_eq!(mono_zeros(read), want);
+        }
     }
 
     #[test]
