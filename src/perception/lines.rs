@@ -66,7 +66,9 @@ pub fn find_lines(rgba: &[u8], width: u32, height: u32, region: Rect) -> Vec<Lin
         return Vec::new();
     }
     let blobs = edge_blobs(rgba, width as usize, region);
-    let mut lines = group_blobs(blobs.clone());
+    let mut lines = group_blobs(blobs.clone(), |b| {
+        faint(rgba, width as usize, height as usize, b)
+    });
     lines.extend(flat_glyphs(rgba, width as usize, &blobs, &lines));
     for l in &mut lines {
         if l.glyph.is_none() && is_pi(rgba, width as usize, height as usize, &l.rect) {
@@ -319,6 +321,27 @@ fn flat_glyphs(rgba: &[u8], width: usize, blobs: &[Blob], lines: &[LineBox]) -> 
 fn rgb_at(rgba: &[u8], width: usize, x: i32, y: i32) -> [u8; 3] {
     let i = (y as usize * width + x as usize) * 4;
     [rgba[i], rgba[i + 1], rgba[i + 2]]
+}
+
+/// Is the stroke in `b` faint against the colour beside it: a border (measured: a dialog
+/// button's side is 25–50 levels off its background, text 85 or more, placeholder text too)?
+fn faint(rgba: &[u8], width: usize, height: usize, b: &Blob) -> bool {
+    let cy = (b.y0 + b.y1) / 2;
+    let contrast = |x: i32| {
+        if x < 0 || x as usize >= width || cy < 0 || cy as usize >= height {
+            return u8::MAX;
+        }
+        let bg = rgb_at(rgba, width, x, cy);
+        let mut most = 0;
+        for y in b.y0.max(0)..b.y1.min(height as i32) {
+            for x in b.x0.max(0)..b.x1.min(width as i32) {
+                let p = rgb_at(rgba, width, x, y);
+                most = most.max((0..3).map(|k| p[k].abs_diff(bg[k])).max().unwrap_or(0));
+            }
+        }
+        most
+    };
+    contrast(b.x0 - 2).min(contrast(b.x1 + 1)) < 64
 }
 
 /// Two colours as far apart as an edge (ink against its background).
@@ -955,7 +978,7 @@ fn drop_containers(blobs: &mut Vec<Blob>) {
 
 /// Chain blobs left to right into labels (first pass: same baseline band, gap below a word space),
 /// then split each chain at rules and at gaps measured against its own letters (second pass).
-fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
+fn group_blobs(mut blobs: Vec<Blob>, faint: impl Fn(&Blob) -> bool) -> Vec<LineBox> {
     blobs.retain(|b| b.h() <= MAX_TEXT_HEIGHT && b.w() <= 8 * MAX_TEXT_HEIGHT);
     blobs.sort_by_key(|b| (b.x0, b.y0));
     drop_containers(&mut blobs);
@@ -1096,7 +1119,9 @@ fn group_blobs(mut blobs: Vec<Blob>) -> Vec<LineBox> {
         let mut parts: Vec<Vec<Blob>> = Vec::new();
         let mut leading: Vec<Blob> = Vec::new();
         for b in chain {
-            if is_rule(&b, rule_h) || is_arc(&b, rule_h) {
+            // A faint stroke taller than the letters is a button's border, however short.
+            let border = is_thin(&b) && b.h() * 2 >= rule_h * 3 && faint(&b);
+            if is_rule(&b, rule_h) || is_arc(&b, rule_h) || border {
                 // The far half of a circle around initials starts inside them (blobs come in
                 // order of their left edge): it ends nothing, what it encloses goes on.
                 if !part.iter().any(|p| p.x1 > b.x0 && p.h() >= MIN_SEED_HEIGHT) {
