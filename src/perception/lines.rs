@@ -1271,6 +1271,40 @@ mod tests {
     }
 
     #[test]
+    fn faint_button_sides_keep_two_buttons_apart() {
+        // Two buttons side by side, 18 px tall around 10 px letters of a proportional font,
+        // their sides a pale grey.
+        let letters = |x0: i32, widths: &[i32]| {
+            let mut x = x0;
+            widths
+                .iter()
+                .map(|&w| {
+                    let r = Rect::new(x, 24, w, 10);
+                    x += w + 2;
+                    r
+                })
+                .collect::<Vec<_>>()
+        };
+        let text = [letters(20, &[7, 4, 6, 9]), letters(76, &[5, 8, 6, 4, 7])].concat();
+        let mut px = canvas(160, 60, &text, [255; 3], [20; 3]);
+        let sides = [12, 58, 68, 118].map(|x| Rect::new(x, 20, 2, 18));
+        for r in &sides {
+            for y in r.y..r.bottom() {
+                for x in r.x..r.right() {
+                    let i = ((y * 160 + x) * 4) as usize;
+                    px[i..i + 3].copy_from_slice(&[215; 3]);
+                }
+            }
+        }
+        let lines = find_lines(&px, 160, 60, Rect::new(0, 0, 160, 60));
+        let rects: Vec<Rect> = lines.iter().map(|l| l.rect).collect();
+        assert_eq!(
+            rects,
+            vec![Rect::new(19, 24, 34, 10), Rect::new(75, 24, 40, 10)]
+        );
+    }
+
+    #[test]
     fn the_halves_of_a_cut_stem_count_as_one_height() {
         let b = |x0, y0, w, h| Blob {
             x0,
