@@ -607,6 +607,7 @@ pub fn recognise(
             label.text = mono_zeros(&label.text);
             lined.push(label);
         } else {
+            label.text = pronoun_i(&label.text);
             labels.push(label);
         }
     }
@@ -669,6 +670,22 @@ fn in_context(
         }
     }
     Ok(())
+}
+
+/// In proportional text a capital "I" alone is read as "|": a "|" standing alone before a
+/// lower-case word ("Sure, | will") is the pronoun. (In a terminal it is a pipe: monospace lines
+/// are left alone.)
+fn pronoun_i(text: &str) -> String {
+    let words: Vec<&str> = text.split(' ').collect();
+    let mut out: Vec<&str> = Vec::with_capacity(words.len());
+    for (k, w) in words.iter().enumerate() {
+        let next_lower = words
+            .get(k + 1)
+            .and_then(|n| n.chars().next())
+            .is_some_and(|c| c.is_lowercase());
+        out.push(if *w == "|" && next_lower { "I" } else { w });
+    }
+    out.join(" ")
 }
 
 /// In a monospace line (code, a terminal), a zero whose dot or slash survived `undot_zeros` is
@@ -1298,6 +1315,17 @@ mod tests {
             "a descender's hook has its letter above it"
         );
         assert!(!with(&[(40, 46, 10, 2)]), "a rule well under the line");
+    }
+
+    #[test]
+    fn a_lone_bar_before_a_word_is_the_pronoun() {
+        assert_eq!(
+            pronoun_i("Sure, | will swap them back"),
+            "Sure, I will swap them back"
+        );
+        assert_eq!(pronoun_i("| think so"), "I think so");
+        assert_eq!(pronoun_i("Home | About"), "Home | About");
+        assert_eq!(pronoun_i("a|b"), "a|b");
     }
 
     #[test]
