@@ -974,10 +974,10 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Piece> {
             let mut steps: Vec<f64> = g
                 .iter()
                 .flat_map(|w| {
-                    w.glyphs.windows(2).filter_map(|p| {
-                        (p[0].ch.is_alphabetic() && p[1].ch.is_alphabetic())
-                            .then(|| (p[1].x0 + p[1].x1 - p[0].x0 - p[0].x1) as f64 / 2.0)
-                    })
+                    w.glyphs
+                        .windows(2)
+                        .filter(|p| p[0].ch.is_alphabetic() && p[1].ch.is_alphabetic())
+                        .map(|p| (p[1].x0 + p[1].x1 - p[0].x0 - p[0].x1) as f64 / 2.0)
                 })
                 .collect();
             steps.sort_by(f64::total_cmp);
