@@ -1205,8 +1205,17 @@ fn key_names(text: &str) -> String {
                     .iter()
                     .enumerate()
                     .map(|(i, p)| {
+                        // Menus print a letter key in capitals: a small one is a slip.
+                        let letter = |p: &str| {
+                            (p.len() == 1 && p.chars().all(|c| c.is_ascii_lowercase()))
+                                .then(|| p.to_ascii_uppercase())
+                        };
                         ctrl(p)
-                            .or_else(|| (i == n - 1).then(|| fkey(p)).flatten())
+                            .or_else(|| {
+                                (i == n - 1)
+                                    .then(|| fkey(p).or_else(|| letter(p)))
+                                    .flatten()
+                            })
                             .unwrap_or_else(|| p.to_string())
                     })
                     .collect::<Vec<_>>()
@@ -1539,7 +1548,9 @@ mod tests {
         assert_eq!(key_names("Alt+Fl2"), "Alt+F12");
         assert_eq!(key_names("Fil"), "F11");
         assert_eq!(key_names("Ctri+Shift+T new tab"), "Ctrl+Shift+T new tab");
+        assert_eq!(key_names("Ctrl+w"), "Ctrl+W");
         for same in [
+            "a+b+c",
             "Film",
             "Fil and more",
             "a+b",
