@@ -6,6 +6,7 @@
 //! join into glyph blobs, blobs that share a baseline band and sit closer than a word space apart
 //! form one label. Everything here is pure (pixels in, rectangles out).
 
+use super::mono::nearly_all;
 use crate::geometry::Rect;
 
 /// A colour jump between neighbouring columns at least this large (0–255, max over channels)
@@ -716,11 +717,6 @@ fn on_grid(xs: &[i32], p: f64, phase: f64) -> (usize, f64) {
         }
     }
     (on, dev)
-}
-
-/// Nearly all of `n` edges on a grid: at most one in ten off it.
-fn nearly_all(on: usize, n: usize) -> bool {
-    on * 10 >= n * 9 && on + n / 10 >= n
 }
 
 impl Grid {

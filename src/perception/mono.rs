@@ -44,7 +44,7 @@ const CENTRE_TOLERANCE: f64 = 0.25;
 const REACH_LINES: i32 = 8;
 
 /// Nearly all of `n`: at most one in ten off.
-fn nearly_all(on: usize, n: usize) -> bool {
+pub(super) fn nearly_all(on: usize, n: usize) -> bool {
     on * 10 >= n * 9
 }
 
