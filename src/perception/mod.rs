@@ -4,6 +4,7 @@
 //! `tiles` decides what changed, `tracker` keeps ids stable. [`Perceiver`] owns the engines, the
 //! strip cache and the previous frame, and is the only entry point.
 
+pub mod consensus;
 pub mod engine;
 pub mod eval;
 pub mod lines;

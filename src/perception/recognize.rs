@@ -10,6 +10,7 @@ use std::hash::{Hash, Hasher};
 
 use image::{imageops, GrayImage};
 
+use super::consensus::{self, Shape};
 use super::engine::{EngineError, EnginePool, Glyph, RawWord};
 use super::lines::LineBox;
 use super::mono::{self, Piece};
@@ -51,6 +52,9 @@ pub struct Strip {
     /// The same crop with every stroke a pixel bolder (unsmoothed text only), read when `gray`
     /// gives a definite glyph but no label.
     pub bolder: Option<GrayImage>,
+    /// The pixels `undot_zeros` painted paper, with their ink: a glyph's twins are compared as
+    /// drawn (`agree`).
+    pub undotted: Vec<(u32, u32, u8)>,
     /// Capture-pixel origin of the crop and the factor it was scaled by.
     pub origin: (i32, i32),
     pub scale: f64,
@@ -184,7 +188,7 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         framed
     };
     let mut framed = render(&dist);
-    undot_zeros(&mut framed);
+    let undotted = undot_zeros(&mut framed);
     // Unsmoothed hairlines (an outline font such as URW Gothic rendered without anti-aliasing:
     // xcalc's fallback when its `8x13` is missing) come out of the softening light grey, and
     // Tesseract reads a lone "1" as "]". An unsmoothed strip that reads as no label is read once
@@ -201,6 +205,7 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         key: h.finish(),
         gray: framed,
         bolder,
+        undotted,
         origin: (crop.x, crop.y),
         scale,
         border: (bx, by),
@@ -213,7 +218,8 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
 /// alone in the hole of a ring much taller than wide, near its middle; what is left is a plain
 /// "0" that Tesseract reads. Nothing else is touched (an "@" is joined to its inner stroke, a
 /// "%" has no ring around its circles, an "o" is as wide as tall).
-fn undot_zeros(img: &mut GrayImage) {
+fn undot_zeros(img: &mut GrayImage) -> Vec<(u32, u32, u8)> {
+    let mut erased = Vec::new();
     let (w, h) = (img.width() as i32, img.height() as i32);
     // Dark ink only: the anti-aliased grey between dot and ring (darkened for monospace text)
     // would join them.
@@ -257,7 +263,7 @@ fn undot_zeros(img: &mut GrayImage) {
         }
     }
     if boxes.len() < 3 {
-        return;
+        return erased;
     }
     let at = |x: i32, y: i32| label[(y * w + x) as usize];
     for id in 1..boxes.len() as u32 {
@@ -294,12 +300,14 @@ fn undot_zeros(img: &mut GrayImage) {
             for y in d.1..=d.3 {
                 for x in d.0..=d.2 {
                     if at(x, y) == id {
+                        erased.push((x as u32, y as u32, img.get_pixel(x as u32, y as u32).0[0]));
                         img.put_pixel(x as u32, y as u32, image::Luma([255]));
                     }
                 }
             }
         }
     }
+    erased
 }
 
 /// Does a rule (a pane border, a separator) stand in `r`: a column of it whose pixels nearly all
@@ -494,6 +502,8 @@ fn clear_surroundings(
 #[derive(Default)]
 pub struct StripCache {
     map: HashMap<u64, Vec<RawWord>>,
+    /// The shapes of a monospace strip's glyphs, in the order of its words (`agree`).
+    shapes: HashMap<u64, Vec<(usize, usize, Shape)>>,
 }
 
 /// Bound on cached strips; past it the cache starts over (a screen has a few hundred labels).
@@ -508,6 +518,7 @@ impl StripCache {
     }
     pub fn clear(&mut self) {
         self.map.clear();
+        self.shapes.clear();
     }
 }
 
@@ -573,32 +584,26 @@ pub fn recognise(
             .collect()
     });
     if cache.map.len() + todo.len() > CACHE_CAP {
-        cache.map.clear();
+        cache.clear();
     }
     for r in results {
         for (i, words) in r? {
             cache.map.insert(strips[i].key, words);
         }
     }
-    let mut pieces = Vec::new();
-    let mut unread = Vec::new();
-    for (s, line) in strips
+    let live: Vec<&LineBox> = lines.iter().filter(|l| l.glyph.is_none()).collect();
+    let mut words: Vec<Vec<RawWord>> = strips
         .iter()
-        .zip(lines.iter().filter(|l| l.glyph.is_none()))
-    {
-        if let Some(words) = cache.map.get(&s.key) {
-            let p = words_to_labels(words, s);
-            if p.is_empty()
-                && words
-                    .iter()
-                    .any(|w| w.text.chars().any(char::is_alphanumeric))
-            {
-                unread.push(line);
-            }
-            pieces.extend(p);
-        }
+        .map(|s| cache.map.get(&s.key).cloned().unwrap_or_default())
+        .collect();
+    let ruled = |r: &Rect| ruled(rgba, width, height, r);
+    let (pieces, mut unread) = pieces_of(&strips, &words, &live);
+    let mut joined = mono::join(pieces, ruled);
+    if agree(&strips, &mut words, &live, &joined, &mut cache.shapes) {
+        let (pieces, u) = pieces_of(&strips, &words, &live);
+        unread = u;
+        joined = mono::join(pieces, ruled);
     }
-    let mut joined = mono::join(pieces, |r| ruled(rgba, width, height, r));
     in_context(rgba, width, height, &unread, &mut joined, pool, cache)?;
     let mut labels = shaped;
     let mut lined = Vec::new();
@@ -615,6 +620,128 @@ pub fn recognise(
     let mut labels = join_wrapped(labels, |r| background(rgba, width, height, r));
     labels.extend(lined);
     Ok((labels, todo.len()))
+}
+
+/// Each strip's words grouped into pieces, and the lines whose words made no piece although
+/// Tesseract saw letters or digits in them.
+fn pieces_of<'a>(
+    strips: &[Strip],
+    words: &[Vec<RawWord>],
+    lines: &[&'a LineBox],
+) -> (Vec<Piece>, Vec<&'a LineBox>) {
+    let mut pieces = Vec::new();
+    let mut unread = Vec::new();
+    for ((s, w), line) in strips.iter().zip(words).zip(lines) {
+        let p = words_to_labels(w, s);
+        if p.is_empty() && w.iter().any(|w| w.text.chars().any(char::is_alphanumeric)) {
+            unread.push(*line);
+        }
+        pieces.extend(p);
+    }
+    (pieces, unread)
+}
+
+/// Let the glyphs of the screen's monospace lines outvote a look-alike reading of their twins
+/// (`consensus`). A strip is monospace if its line box sat on a grid or the join found it on
+/// one. Returns whether any character changed.
+fn agree(
+    strips: &[Strip],
+    words: &mut [Vec<RawWord>],
+    lines: &[&LineBox],
+    joined: &[(Label, bool)],
+    cached: &mut HashMap<u64, Vec<(usize, usize, Shape)>>,
+) -> bool {
+    let mono_rects: Vec<Rect> = joined
+        .iter()
+        .filter(|(_, m)| *m)
+        .map(|(l, _)| l.rect)
+        .collect();
+    let mut all = Vec::new();
+    let mut at = Vec::new();
+    for (si, s) in strips.iter().enumerate() {
+        let c = lines[si].rect.centre();
+        if !(s.mono || mono_rects.iter().any(|r| r.contains(c))) {
+            continue;
+        }
+        let shapes = cached
+            .entry(s.key)
+            .or_insert_with(|| shapes_of(s, &words[si]));
+        for &(wi, gi, sh) in shapes.iter() {
+            all.push((sh, words[si][wi].glyphs[gi].ch));
+            at.push((si, wi, gi));
+        }
+    }
+    let votes = consensus::vote(&all);
+    let mut changed = false;
+    let mut k = 0;
+    while k < at.len() {
+        // One word's glyphs at a time: a vote must fit the word as voted.
+        let (si, wi, _) = at[k];
+        let end = k + at[k..]
+            .iter()
+            .take_while(|a| (a.0, a.1) == (si, wi))
+            .count();
+        let w = &mut words[si][wi];
+        let voted: Vec<char> = (k..end)
+            .map(|j| votes[j].unwrap_or(w.glyphs[at[j].2].ch))
+            .collect();
+        for j in k..end {
+            let Some(c) = votes[j] else { continue };
+            let gi = at[j].2;
+            if !consensus::fits_word(&voted, j - k, w.glyphs[gi].ch) {
+                continue;
+            }
+            tracing::debug!(word = %w.text, from = %w.glyphs[gi].ch, to = %c, "twins outvoted a reading");
+            w.glyphs[gi].ch = c;
+            changed = true;
+        }
+        w.text = w.glyphs.iter().map(|g| g.ch).collect();
+        k = end;
+    }
+    changed
+}
+
+/// The shape of each glyph of a strip's sure words, with its word's and its own index.
+fn shapes_of(s: &Strip, words: &[RawWord]) -> Vec<(usize, usize, Shape)> {
+    let Some(base) = baseline(words.iter().flat_map(|w| &w.glyphs)) else {
+        return Vec::new();
+    };
+    // Twins are compared as drawn, dots in their zeros.
+    let dotted;
+    let gray = if s.undotted.is_empty() {
+        &s.gray
+    } else {
+        let mut g = s.gray.clone();
+        for &(x, y, v) in &s.undotted {
+            g.put_pixel(x, y, image::Luma([v]));
+        }
+        dotted = g;
+        &dotted
+    };
+    let mut out = Vec::new();
+    for (wi, w) in words.iter().enumerate() {
+        if w.conf < MIN_WORD_CONF || w.text.chars().count() != w.glyphs.len() {
+            continue;
+        }
+        for (gi, g) in w.glyphs.iter().enumerate() {
+            if let Some(sh) = Shape::of(gray, g, base, s.scale) {
+                out.push((wi, gi, sh));
+            }
+        }
+    }
+    out
+}
+
+/// The bottom most letters and digits without descenders share.
+fn baseline<'a>(glyphs: impl Iterator<Item = &'a Glyph>) -> Option<i32> {
+    let mut bottoms: HashMap<i32, usize> = HashMap::new();
+    for c in glyphs.filter(|c| c.ch.is_alphanumeric() && !"gjpqyQ".contains(c.ch)) {
+        *bottoms.entry(c.y1).or_default() += 1;
+    }
+    bottoms
+        .into_iter()
+        .max_by_key(|(b, n)| (*n, -*b))
+        .map(|(b, _)| b)
 }
 
 /// Read again, together with the monospace line beside it, each box that Tesseract could make
@@ -1475,6 +1602,7 @@ mod tests {
         let strip = Strip {
             gray: GrayImage::new(1, 1),
             bolder: None,
+            undotted: Vec::new(),
             origin: (100, 50),
             scale: 2.0,
             border: (0, 0),
@@ -1499,6 +1627,7 @@ mod tests {
         let strip = Strip {
             gray: GrayImage::new(1, 1),
             bolder: None,
+            undotted: Vec::new(),
             origin: (0, 0),
             scale: 1.0,
             border: (0, 0),
