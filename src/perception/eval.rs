@@ -4,7 +4,8 @@
 //! - A syntax-coloured terminal or code line is several text nodes (labels) but one drawn line,
 //!   and the loop wants the line. A label marked as part of a line (`line`) is also found by a
 //!   target centred in that line's box whose text contains the label's text where the label is:
-//!   the label starts within 1.5 character widths of where that text starts in the target.
+//!   that text lies within the label's box (to 1.5 character widths; the box spans the node's
+//!   leading indentation, which its trimmed text does not show).
 //! - A wrapped name (an icon's file name on two lines) is one text node whose box spans both
 //!   lines: only a target that reads the whole name counts. Half a name is not the name.
 //!
@@ -78,10 +79,14 @@ impl GtLabel {
             let text = norm(&t.text);
             let n = text.chars().count().max(1);
             let cw = t.rect.w as f64 / n as f64;
+            // A text node's box spans its leading indentation ("        l.text_h = "), which
+            // the label's text (trimmed) does not show: the text read must lie in the box.
+            let len = want.chars().count() as f64 * cw;
+            let slack = 1.5 * cw + 2.0;
             text.match_indices(&want).any(|(i, _)| {
                 let k = text[..i].chars().count();
                 let at = t.rect.x as f64 + k as f64 * cw;
-                (at - self.bbox.x).abs() <= 1.5 * cw + 2.0
+                at >= self.bbox.x - slack && at + len <= self.bbox.x + self.bbox.w + slack
             })
         })
     }

@@ -609,7 +609,7 @@ pub fn recognise(
     let mut lined = Vec::new();
     for (mut label, mono) in joined {
         if mono {
-            label.text = mono_zeros(&label.text);
+            label.text = ascii_quotes(&mono_zeros(&label.text));
             lined.push(label);
         } else {
             label.text = pronoun_i(&label.text);
@@ -813,6 +813,18 @@ fn pronoun_i(text: &str) -> String {
         out.push(if *w == "|" && next_lower { "I" } else { w });
     }
     out.join(" ")
+}
+
+/// A terminal or an editor draws the quotes typed, straight ones: Tesseract reads a "'" as a
+/// curly one (and then takes one at a word's start for a border).
+fn ascii_quotes(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '‘' | '’' => '\'',
+            '“' | '”' => '"',
+            c => c,
+        })
+        .collect()
 }
 
 /// In a monospace line (code, a terminal), a zero whose dot or slash survived `undot_zeros` is
@@ -1118,9 +1130,18 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Piece> {
                 if k > 0 {
                     let a = g[k - 1];
                     let underscore = underscore_between(&strip.gray, a, w, cw, top, base);
+                    // In a monospace run a space is a whole empty cell: words whose
+                    // characters are one cell apart are one word Tesseract split at a "."
+                    // or a ":" ("README .md", "crate: :geometry").
                     let adjacent = match (pitch, a.glyphs.last(), w.glyphs.first()) {
                         (Some(p), Some(l), Some(f)) if l.ch == ':' && f.ch == ':' => {
                             ((f.x0 + f.x1 - l.x0 - l.x1) as f64 / 2.0) < 1.5 * p
+                        }
+                        // Boxes can swallow the space ("or directory" with the "d" boxed
+                        // from the "r"): the strip's own columns tell.
+                        (Some(p), Some(l), Some(f)) if strip.mono => {
+                            blank_run(&strip.gray, l.x0.max(l.x1 - 1), f.x1, top, base)
+                                < (0.5 * p) as i32
                         }
                         _ => false,
                     };
@@ -1133,6 +1154,9 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Piece> {
                     });
                 }
                 joined.push_str(&w.text);
+            }
+            if strip.mono {
+                joined = ascii_quotes(&joined);
             }
             let mut text = ranges(&key_names(&clean_text(&joined)));
             // A name broken after an underscore (an icon's wrapped file name): the "_" ends the
@@ -1205,6 +1229,20 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Piece> {
             })
         })
         .collect()
+}
+
+/// The most columns side by side with no ink between rows `top` and `base` of `gray`, from column
+/// `lo` to `hi`.
+fn blank_run(gray: &GrayImage, lo: i32, hi: i32, top: i32, base: i32) -> i32 {
+    let (lo, hi) = (lo.max(0), hi.min(gray.width() as i32));
+    let (top, base) = (top.max(0), base.min(gray.height() as i32));
+    let (mut best, mut run) = (0, 0);
+    for x in lo..hi {
+        let ink = (top..base).any(|y| gray.get_pixel(x as u32, y as u32).0[0] < 128);
+        run = if ink { 0 } else { run + 1 };
+        best = best.max(run);
+    }
+    best
 }
 
 /// Is the space Tesseract put between words `a` and `b` an underscore? It reads the "_" of
@@ -1583,6 +1621,24 @@ mod tests {
         let mut g = paper(40, 30, &round);
         undot_zeros(&mut g);
         assert_eq!(g, paper(40, 30, &round));
+    }
+
+    #[test]
+    fn monospace_quotes_are_straight() {
+        assert_eq!(
+            ascii_quotes("rm: cannot remove ‘old.log’: “x”"),
+            "rm: cannot remove 'old.log': \"x\""
+        );
+    }
+
+    #[test]
+    fn a_space_in_a_monospace_line_is_a_blank_cell() {
+        // "or d": a blank of a whole cell (12 px) between "r" and "d"; "ab": two pixels.
+        let g = paper(60, 20, &[(0, 5, 8, 10), (20, 5, 8, 10), (30, 5, 8, 10)]);
+        assert_eq!(blank_run(&g, 7, 30, 5, 15), 12);
+        assert_eq!(blank_run(&g, 27, 38, 5, 15), 2);
+        // Ink above or below the band (an underline) is no letter.
+        assert_eq!(blank_run(&g, 7, 30, 6, 14), 12);
     }
 
     fn w(text: &str, x: i32, wd: i32, conf: f32) -> RawWord {
