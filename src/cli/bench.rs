@@ -117,11 +117,7 @@ impl Tally {
             "{:<14} {:>7} {:>7} {:>8}\n",
             "kind", "labels", "found", "recall"
         );
-        for (k, s) in self
-            .kinds
-            .iter()
-            .filter(|(k, _)| k.as_str() != eval::PLACEHOLDER)
-        {
+        for (k, s) in self.kinds.iter().filter(|(k, _)| !eval::optional(k)) {
             t.push_str(&format!(
                 "{:<14} {:>7} {:>7} {:>7.1}%\n",
                 k,

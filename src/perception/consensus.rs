@@ -94,7 +94,14 @@ impl Shape {
         Some(Shape {
             rows,
             packed: pack(&rows),
-            grown: pack(&grow(&rows)),
+            // Grown by a pixel of the strip up and down: a flat glyph (a "-" 3 px tall) is
+            // stretched over many rows, and its edges move by as many. Across, by a cell: the
+            // width of a thin glyph's foot tells "1" from "l".
+            grown: pack(&grow(
+                &rows,
+                1,
+                ((SIG_H as f32 / bh as f32).round() as usize).max(1),
+            )),
             w: bw as f32 / s,
             h: bh as f32 / s,
             top: (base - y0) as f32 / s,
@@ -127,17 +134,16 @@ impl Shape {
     }
 }
 
-/// Each row's ink grown by a cell left, right, up and down.
-fn grow(r: &[u16; SIG_H]) -> [u16; SIG_H] {
+/// Each row's ink grown by `gx` cells left and right and `gy` up and down.
+fn grow(r: &[u16; SIG_H], gx: usize, gy: usize) -> [u16; SIG_H] {
+    let mut wide = [0u16; SIG_H];
+    for (w, &v) in wide.iter_mut().zip(r) {
+        *w = (0..=gx).fold(v, |a, d| a | v << d | v >> d);
+    }
     let mut g = [0u16; SIG_H];
-    for y in 0..SIG_H {
-        g[y] = r[y] | r[y] << 1 | r[y] >> 1;
-        if y > 0 {
-            g[y] |= r[y - 1];
-        }
-        if y + 1 < SIG_H {
-            g[y] |= r[y + 1];
-        }
+    for (y, out) in g.iter_mut().enumerate() {
+        let (lo, hi) = (y.saturating_sub(gy), (y + gy).min(SIG_H - 1));
+        *out = wide[lo..=hi].iter().fold(0, |a, &v| a | v);
     }
     g
 }
@@ -159,9 +165,9 @@ fn look_alike(a: char, b: char) -> bool {
                 .any(|set| set.contains(a) && set.contains(b)))
 }
 
-/// For each glyph of `all` (its shape and the character it was read as), the character its
-/// twins elsewhere on screen outvote its reading with, if any.
-pub fn vote(all: &[(Shape, char)]) -> Vec<Option<char>> {
+/// For each glyph of `all` (its shape and the character it reads as now), the character its
+/// twins elsewhere on screen outvote `own[i]`, what Tesseract read it as, with, if any.
+pub fn vote(all: &[(Shape, char)], own: &[char]) -> Vec<Option<char>> {
     // A screen repeats a few hundred shapes thousands of times: glyphs drawn alike (same ink,
     // same box to a quarter of a pixel) are one group with a count per reading.
     let quarter = |v: f32| (v * 4.0).round() as i32;
@@ -214,16 +220,21 @@ pub fn vote(all: &[(Shape, char)]) -> Vec<Option<char>> {
         .collect();
     all.iter()
         .zip(&group_of)
-        .map(|((_, ch), &g)| {
-            let t = &tallies[g];
-            // The glyph's own reading counts once for itself and once per twin read alike.
-            let own = t.iter().find(|(k, _)| k == ch).map_or(1, |e| e.1);
+        .zip(own)
+        .map(|(((_, now), &g), ch)| {
+            // The twins' readings, this glyph's own aside.
+            let mut t = tallies[g].clone();
+            if let Some(e) = t.iter_mut().find(|(k, _)| k == now) {
+                e.1 -= 1;
+            }
+            // Its own reading counts once for itself and once per twin read alike.
+            let mine = t.iter().find(|(k, _)| k == ch).map_or(0, |e| e.1) + 1;
             let (best, n) = t
                 .iter()
                 .filter(|(k, _)| k != ch)
                 .max_by_key(|(_, n)| *n)
                 .copied()?;
-            (n >= MIN_VOTES && n >= MAJORITY * own && look_alike(*ch, best)).then_some(best)
+            (n >= MIN_VOTES && n >= MAJORITY * mine && look_alike(*ch, best)).then_some(best)
         })
         .collect()
 }
@@ -233,6 +244,20 @@ fn add(counts: &mut Vec<(char, usize)>, c: char, n: usize) {
         Some(e) => e.1 += n,
         None => counts.push((c, n)),
     }
+}
+
+/// What a glyph reads as by its twins alone: the reading nearly all of them share (at least
+/// `MIN_VOTES` twins, nine in ten), if any.
+pub fn read_by_twins(shape: &Shape, bank: &[(Shape, char)]) -> Option<char> {
+    let mut counts = Vec::new();
+    for (o, c) in bank {
+        if shape.twin(o) {
+            add(&mut counts, *c, 1);
+        }
+    }
+    let total: usize = counts.iter().map(|e| e.1).sum();
+    let (best, n) = counts.into_iter().max_by_key(|e| e.1)?;
+    (n >= MIN_VOTES && n * 10 >= total * 9).then_some(best)
 }
 
 /// May the `i`th character of a word, read as `was`, become what it was voted (`word[i]`)? A letter between two letters stays
@@ -302,7 +327,8 @@ mod tests {
             (n1, '1'),
             (n1, '1'),
         ];
-        let v = vote(&all);
+        let own: Vec<char> = all.iter().map(|a| a.1).collect();
+        let v = vote(&all, &own);
         assert_eq!(v, vec![None, None, None, Some('l'), None, None, None]);
     }
 
@@ -322,7 +348,50 @@ mod tests {
         ];
         for (chars, want) in cases {
             let all: Vec<(Shape, char)> = chars.iter().map(|&c| (l, c)).collect();
-            assert_eq!(vote(&all).last().copied().flatten(), *want, "{chars:?}");
+            let own: Vec<char> = all.iter().map(|a| a.1).collect();
+            assert_eq!(
+                vote(&all, &own).last().copied().flatten(),
+                *want,
+                "{chars:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_second_round_starts_from_what_tesseract_read() {
+        // Round one turned this "1" into an "l" on twins that were misread "1"s; those are
+        // "1" now. Judged from its own reading, "1", it stays one.
+        let l = shape(&ell(), 5.0, 11.0, 11.0);
+        let all = vec![
+            (l, 'l'),
+            (l, '1'),
+            (l, '1'),
+            (l, '1'),
+            (l, '1'),
+            (l, 'l'),
+            (l, 'l'),
+        ];
+        let mut own: Vec<char> = all.iter().map(|a| a.1).collect();
+        own[0] = '1';
+        assert_eq!(vote(&all, &own)[0], None);
+    }
+
+    #[test]
+    fn a_doubted_glyph_reads_as_nearly_all_its_twins() {
+        let l = shape(&ell(), 5.0, 11.0, 11.0);
+        let n1 = shape(&one(), 6.0, 10.0, 10.0);
+        let cases: &[(&[char], Option<char>)] = &[
+            (&['l', 'l', 'l'], Some('l')),
+            // Too few twins to say.
+            (&['l', 'l'], None),
+            // Twins that disagree say nothing: 3 of 4 is not nine in ten.
+            (&['l', 'l', 'l', '1'], None),
+        ];
+        for (chars, want) in cases {
+            let mut bank: Vec<(Shape, char)> = chars.iter().map(|&c| (l, c)).collect();
+            // Other glyphs are no twins.
+            bank.extend([(n1, 'l'), (n1, 'l'), (n1, 'l'), (n1, 'l')]);
+            assert_eq!(read_by_twins(&l, &bank), *want, "{chars:?}");
         }
     }
 

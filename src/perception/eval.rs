@@ -9,8 +9,9 @@
 //! - A wrapped name (an icon's file name on two lines) is one text node whose box spans both
 //!   lines: only a target that reads the whole name counts. Half a name is not the name.
 //!
-//! Placeholders (`kind: "placeholder"`, the faint hint in an empty input) may be read or not:
-//! they count neither for recall nor as junk.
+//! Placeholders (`kind: "placeholder"`, the faint hint in an empty input) and labels partly
+//! hidden under another element (`"partly-hidden"`) may be read or not: they count neither for
+//! recall nor as junk.
 
 use serde::Deserialize;
 
@@ -44,8 +45,15 @@ pub struct GtLine {
     pub bbox: GtBox,
 }
 
-/// The kind of labels that may be read or not.
+/// The kinds of labels that may be read or not: the faint hint in an empty input, and a label
+/// partly hidden under another element (only what shows of it can be read).
 pub const PLACEHOLDER: &str = "placeholder";
+pub const PARTLY_HIDDEN: &str = "partly-hidden";
+
+/// May this kind of label be read or not (counted neither for recall nor as junk)?
+pub fn optional(kind: &str) -> bool {
+    kind == PLACEHOLDER || kind == PARTLY_HIDDEN
+}
 
 impl GtLabel {
     /// The label's kind, "text" when the ground truth names none.
@@ -175,11 +183,7 @@ pub fn score(
     count_junk: bool,
 ) -> Score {
     let mut s = Score::default();
-    for l in gt
-        .labels
-        .iter()
-        .filter(|l| l.kind() != PLACEHOLDER && keep(l))
-    {
+    for l in gt.labels.iter().filter(|l| !optional(l.kind()) && keep(l)) {
         s.labels += 1;
         if l.found_in(targets) {
             s.found += 1;
@@ -213,7 +217,7 @@ pub fn misses<'a>(gt: &'a GroundTruth, targets: &[Found]) -> Vec<(&'a GtLabel, O
     gt.labels
         .iter()
         .filter_map(|l| {
-            if l.kind() == PLACEHOLDER || l.found_in(targets) {
+            if optional(l.kind()) || l.found_in(targets) {
                 return None;
             }
             let r = l.bbox.rect();

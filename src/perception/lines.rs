@@ -1050,6 +1050,30 @@ fn group_blobs(mut blobs: Vec<Blob>, faint: impl Fn(&Blob) -> bool) -> Vec<LineB
                 loose.retain(|s| s.x1 >= b.x0 - LEAD_SPAN);
                 if b.h() >= 3 {
                     let mut blobs: Vec<Blob> = Vec::new();
+                    // A leading "-" at scale 2 is two end specks 3 px tall: the first opened a
+                    // label of its own, too short for this letter to join. Specks only, just
+                    // before it in its band: they lead it.
+                    // (It may have been closed already: its ends are far apart for its height.)
+                    if b.h() >= MIN_SEED_HEIGHT {
+                        let leads = |specks: &[Blob]| {
+                            specks.iter().all(|s| {
+                                let cy = (s.y0 + s.y1) / 2;
+                                s.h() < MIN_SEED_HEIGHT
+                                    && cy >= b.y0
+                                    && cy < b.y1
+                                    && s.x1 >= b.x0 - LEAD_SPAN
+                                    && s.x1 <= b.x0
+                            })
+                        };
+                        while let Some(k) = open.iter().position(|o| leads(&o.blobs)) {
+                            blobs.extend(open.swap_remove(k).blobs);
+                        }
+                        // Only the last few closed: blobs come left to right.
+                        let recent = chains.len().saturating_sub(8);
+                        while let Some(k) = chains[recent..].iter().rposition(|c| leads(c)) {
+                            blobs.extend(chains.swap_remove(recent + k));
+                        }
+                    }
                     loose.retain(|s| {
                         let cy = (s.y0 + s.y1) / 2;
                         let leads = cy >= b.y0 && cy < b.y1 && s.x0 < b.x0;
@@ -1164,10 +1188,32 @@ fn group_blobs(mut blobs: Vec<Blob>, faint: impl Fn(&Blob) -> bool) -> Vec<LineB
                 // with it, while a leading "+" or "-" sits in the middle.
                 let gap = LABEL_GAP * letter_h as f64 + 1.0;
                 let (mid0, mid1) = (b.y0 + b.h() / 4, b.y1 - b.h() / 4);
-                // Flat ones only (the arm of a "+", a "-"): an upright one is a chip's end.
-                part.extend(leading.drain(..).filter(|s| {
+                // Flat ones only (the arm of a "+", a "-"): an upright one is a chip's end. A
+                // stroke reaches the mask as its two end specks, upright each: level specks
+                // a letter or less apart are one flat stroke.
+                let bar_of = |s: &Blob| {
+                    leading.iter().fold(*s, |u, o| {
+                        let level = (o.y0 - s.y0).abs() <= 1 && (o.y1 - s.y1).abs() <= 1;
+                        let near = (o.x0 - s.x1).max(s.x0 - o.x1) <= letter_h;
+                        if level && near {
+                            Blob {
+                                x0: u.x0.min(o.x0),
+                                x1: u.x1.max(o.x1),
+                                ..u
+                            }
+                        } else {
+                            u
+                        }
+                    })
+                };
+                let bars: Vec<Blob> = leading.iter().map(bar_of).collect();
+                part.extend(leading.drain(..).zip(bars).filter_map(|(s, bar)| {
                     let cy = (s.y0 + s.y1) / 2;
-                    cy >= mid0 && cy < mid1 && (b.x0 - s.x1) as f64 <= gap && s.h() < 2 * s.w()
+                    (cy >= mid0
+                        && cy < mid1
+                        && (b.x0 - bar.x1) as f64 <= gap
+                        && bar.h() < 2 * bar.w())
+                    .then_some(s)
                 }));
             }
             leading.clear();
@@ -1426,6 +1472,21 @@ mod tests {
         let lines = find_lines(&px, 80, 30, Rect::new(0, 0, 80, 30));
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(lines[0].rect.x <= 20, "{lines:?}");
+    }
+
+    #[test]
+    fn a_leading_hyphen_at_scale_two_leads_its_label() {
+        // "-rw" at scale 2 as measured: a 10x3 hyphen (its end specks 3 px tall), a 7 px gap,
+        // then letters 16 px tall.
+        let g = [
+            Rect::new(23, 17, 10, 3),
+            Rect::new(40, 10, 12, 16),
+            Rect::new(54, 10, 12, 16),
+        ];
+        let px = canvas(100, 40, &g, [255; 3], [0; 3]);
+        let lines = find_lines(&px, 100, 40, Rect::new(0, 0, 100, 40));
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].rect.x <= 23, "{lines:?}");
     }
 
     #[test]

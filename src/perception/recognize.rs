@@ -34,6 +34,8 @@ const SHAPE_CONF: f32 = 0.9;
 const RETRY_MIN_CONF: f32 = 50.0;
 /// Words Tesseract itself doubts this much are dropped (0–100).
 const MIN_WORD_CONF: f32 = 25.0;
+/// The confidence (0–100) of a doubted word read again by its glyphs' twins (`agree`).
+const TWINS_CONF: f32 = 80.0;
 /// Characters all at least this sure make a word, whatever Tesseract scores the word.
 const SURE_GLYPH_CONF: f32 = 95.0;
 
@@ -658,6 +660,7 @@ fn agree(
         .collect();
     let mut all = Vec::new();
     let mut at = Vec::new();
+    let mut doubtful = Vec::new();
     for (si, s) in strips.iter().enumerate() {
         let c = lines[si].rect.centre();
         if !(s.mono || mono_rects.iter().any(|r| r.contains(c))) {
@@ -667,41 +670,82 @@ fn agree(
             .entry(s.key)
             .or_insert_with(|| shapes_of(s, &words[si]));
         for &(wi, gi, sh) in shapes.iter() {
-            all.push((sh, words[si][wi].glyphs[gi].ch));
-            at.push((si, wi, gi));
+            if words[si][wi].conf >= MIN_WORD_CONF {
+                all.push((sh, words[si][wi].glyphs[gi].ch));
+                at.push((si, wi, gi));
+            } else {
+                doubtful.push((si, wi, gi, sh));
+            }
         }
     }
-    let votes = consensus::vote(&all);
-    let mut changed = false;
+    // Twice: a glyph's twins may themselves be misreadings the first round puts right (the
+    // "1" of "x1" read "l" on every line outvotes the "1" of "[3, 1, 2]" until it is a "1").
+    let read: Vec<char> = all.iter().map(|a| a.1).collect();
+    for _ in 0..2 {
+        let votes = consensus::vote(&all, &read);
+        let mut k = 0;
+        while k < at.len() {
+            // One word's glyphs at a time: a vote must fit the word as voted.
+            let (si, wi, _) = at[k];
+            let end = k + at[k..]
+                .iter()
+                .take_while(|a| (a.0, a.1) == (si, wi))
+                .count();
+            let w = &mut words[si][wi];
+            let voted: Vec<char> = (k..end).map(|j| votes[j].unwrap_or(read[j])).collect();
+            for j in k..end {
+                let gi = at[j].2;
+                // Each round starts again from what Tesseract read.
+                let c = match votes[j] {
+                    Some(c) if consensus::fits_word(&voted, j - k, read[j]) => c,
+                    _ => read[j],
+                };
+                if c == w.glyphs[gi].ch {
+                    continue;
+                }
+                tracing::debug!(word = %w.text, from = %w.glyphs[gi].ch, to = %c, "twins outvoted a reading");
+                w.glyphs[gi].ch = c;
+                all[j].1 = c;
+            }
+            w.text = w.glyphs.iter().map(|g| g.ch).collect();
+            k = end;
+        }
+    }
+    let mut changed = all.iter().zip(&read).any(|(a, r)| a.1 != *r);
+    // A word Tesseract doubted ("-rw-r--r--" alone read "-Tw-r--r--") is read by its glyphs'
+    // twins when every one of them has twins that agree.
+    let bank: Vec<(Shape, char)> = all
+        .iter()
+        .zip(&at)
+        .map(|((sh, _), &(si, wi, gi))| (*sh, words[si][wi].glyphs[gi].ch))
+        .collect();
     let mut k = 0;
-    while k < at.len() {
-        // One word's glyphs at a time: a vote must fit the word as voted.
-        let (si, wi, _) = at[k];
-        let end = k + at[k..]
+    while k < doubtful.len() {
+        let (si, wi, _, _) = doubtful[k];
+        let end = k + doubtful[k..]
             .iter()
-            .take_while(|a| (a.0, a.1) == (si, wi))
+            .take_while(|d| (d.0, d.1) == (si, wi))
             .count();
         let w = &mut words[si][wi];
-        let voted: Vec<char> = (k..end)
-            .map(|j| votes[j].unwrap_or(w.glyphs[at[j].2].ch))
+        let read: Option<Vec<char>> = doubtful[k..end]
+            .iter()
+            .map(|d| consensus::read_by_twins(&d.3, &bank))
             .collect();
-        for j in k..end {
-            let Some(c) = votes[j] else { continue };
-            let gi = at[j].2;
-            if !consensus::fits_word(&voted, j - k, w.glyphs[gi].ch) {
-                continue;
+        if let Some(read) = read.filter(|r| r.len() == w.glyphs.len()) {
+            tracing::debug!(word = %w.text, "a doubted word read by its glyphs' twins");
+            for (g, c) in w.glyphs.iter_mut().zip(read) {
+                g.ch = c;
             }
-            tracing::debug!(word = %w.text, from = %w.glyphs[gi].ch, to = %c, "twins outvoted a reading");
-            w.glyphs[gi].ch = c;
+            w.text = w.glyphs.iter().map(|g| g.ch).collect();
+            w.conf = TWINS_CONF;
             changed = true;
         }
-        w.text = w.glyphs.iter().map(|g| g.ch).collect();
         k = end;
     }
     changed
 }
 
-/// The shape of each glyph of a strip's sure words, with its word's and its own index.
+/// The shape of each glyph of a strip's words, with its word's and its own index.
 fn shapes_of(s: &Strip, words: &[RawWord]) -> Vec<(usize, usize, Shape)> {
     let Some(base) = baseline(words.iter().flat_map(|w| &w.glyphs)) else {
         return Vec::new();
@@ -720,7 +764,7 @@ fn shapes_of(s: &Strip, words: &[RawWord]) -> Vec<(usize, usize, Shape)> {
     };
     let mut out = Vec::new();
     for (wi, w) in words.iter().enumerate() {
-        if w.conf < MIN_WORD_CONF || w.text.chars().count() != w.glyphs.len() {
+        if w.text.chars().count() != w.glyphs.len() {
             continue;
         }
         for (gi, g) in w.glyphs.iter().enumerate() {
