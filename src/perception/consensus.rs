@@ -21,8 +21,10 @@ use super::engine::Glyph;
 const SIG_W: usize = 16;
 const SIG_H: usize = 24;
 /// Grid cells two signatures of one glyph may differ in (of 384): the edges of anti-aliased
-/// strokes fall either side of the threshold as the strip's scale moves them.
-const MAX_BITS: u32 = 48;
+/// strokes fall either side of the threshold as the strip's scale moves them (measured: a
+/// dotted zero and its twins differ in up to 64, all of them edge cells; strays tell glyphs
+/// apart).
+const MAX_BITS: u32 = 64;
 /// Cells of ink with no ink of the other glyph beside them (see `Shape::distance`).
 const MAX_STRAY: u32 = 1;
 /// Twins that must agree, and by how much they must outnumber the glyph's own reading.
@@ -30,11 +32,12 @@ const MIN_VOTES: usize = 3;
 const MAJORITY: usize = 2;
 
 /// Characters Tesseract takes for one another on screen; only within a set does a vote change
-/// a reading (besides upper and lower case of one letter).
+/// a reading (besides upper and lower case of one letter). No x-height letter beside a tall
+/// glyph ("o" with "0"): their boxes differ, so only a misread box could make them twins.
 const LOOK_ALIKES: &[&str] = &[
-    "0Oo@Q6D9",
+    "0O@Q6D9",
     "1lI|!itjL",
-    "5S$s",
+    "5S$",
     "2Z",
     "8B3",
     "-~_",
