@@ -130,6 +130,16 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         (kx, ky, keep.w as usize, keep.h as usize),
         line.text_h,
     );
+    clear_corners(
+        &mut dist,
+        cw,
+        (
+            (tight.x - crop.x) as usize,
+            (tight.y - crop.y) as usize,
+            tight.w as usize,
+            tight.h as usize,
+        ),
+    );
     let mut hist = [0u32; 256];
     for &d in &dist {
         hist[d as usize] += 1;
@@ -212,6 +222,58 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         scale,
         border: (bx, by),
         mono: line.mono,
+    }
+}
+
+/// Ink that lies wholly beside the letters' box and wholly above or below it is no letter's:
+/// the rounded corners of a badge around a lone "7" (Tesseract reads the four specks and the
+/// digit as "a."). `tight` is the letters' box (x, y, w, h) in the crop.
+fn clear_corners(dist: &mut [u8], cw: usize, tight: (usize, usize, usize, usize)) {
+    let ch = dist.len() / cw.max(1);
+    let (tx0, ty0, tx1, ty1) = (tight.0, tight.1, tight.0 + tight.2, tight.1 + tight.3);
+    let ink = |d: u8| d >= 40;
+    let mut seen = vec![false; dist.len()];
+    let mut stack = Vec::new();
+    for start in 0..dist.len() {
+        if seen[start] || !ink(dist[start]) {
+            continue;
+        }
+        let mut part = vec![start];
+        seen[start] = true;
+        stack.push(start);
+        let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0, 0);
+        while let Some(i) = stack.pop() {
+            let (x, y) = (i % cw, i / cw);
+            (x0, y0, x1, y1) = (x0.min(x), y0.min(y), x1.max(x + 1), y1.max(y + 1));
+            for (dx, dy) in [
+                (-1i32, 0i32),
+                (1, 0),
+                (0, -1),
+                (0, 1),
+                (-1, -1),
+                (1, -1),
+                (-1, 1),
+                (1, 1),
+            ] {
+                let (nx, ny) = (x as i32 + dx, y as i32 + dy);
+                if nx < 0 || ny < 0 || nx >= cw as i32 || ny >= ch as i32 {
+                    continue;
+                }
+                let j = ny as usize * cw + nx as usize;
+                if !seen[j] && ink(dist[j]) {
+                    seen[j] = true;
+                    stack.push(j);
+                    part.push(j);
+                }
+            }
+        }
+        let beside = x1 <= tx0 || x0 >= tx1;
+        let over_or_under = y1 <= ty0 || y0 >= ty1;
+        if beside && over_or_under {
+            for i in part {
+                dist[i] = 0;
+            }
+        }
     }
 }
 
@@ -1665,6 +1727,24 @@ mod tests {
         let mut g = paper(40, 30, &round);
         undot_zeros(&mut g);
         assert_eq!(g, paper(40, 30, &round));
+    }
+
+    #[test]
+    fn ink_in_the_corners_beside_the_letters_is_cleared() {
+        // A 20x20 crop, the letters' box at (8, 6) 5x8: a badge's corner speck up left, a dot
+        // above the letters (an "i"), a speck beside them at their height (a full stop).
+        let (cw, ch) = (20usize, 20usize);
+        let mut d = vec![0u8; cw * ch];
+        let mut put = |x: usize, y: usize| d[y * cw + x] = 200;
+        for (x, y) in [(2, 2), (3, 2), (9, 3), (15, 12), (10, 8), (11, 8)] {
+            put(x, y);
+        }
+        clear_corners(&mut d, cw, (8, 6, 5, 8));
+        let at = |x: usize, y: usize| d[y * cw + x];
+        assert_eq!((at(2, 2), at(3, 2)), (0, 0), "corner speck");
+        assert_eq!(at(9, 3), 200, "dot above the letters");
+        assert_eq!(at(15, 12), 200, "speck beside, at the letters' height");
+        assert_eq!(at(10, 8), 200, "the letters");
     }
 
     #[test]
