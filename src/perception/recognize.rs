@@ -139,6 +139,7 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
             tight.w as usize,
             tight.h as usize,
         ),
+        line.text_h,
     );
     let mut hist = [0u32; 256];
     for &d in &dist {
@@ -228,7 +229,10 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
 /// Ink that lies wholly beside the letters' box and wholly above or below it is no letter's:
 /// the rounded corners of a badge around a lone "7" (Tesseract reads the four specks and the
 /// digit as "a."). `tight` is the letters' box (x, y, w, h) in the crop.
-fn clear_corners(dist: &mut [u8], cw: usize, tight: (usize, usize, usize, usize)) {
+fn clear_corners(dist: &mut [u8], cw: usize, tight: (usize, usize, usize, usize), text_h: i32) {
+    // Specks only, no flat stroke half a letter wide: an underscore that ends a wrapped name
+    // lies beside and below its letters too.
+    let speck = (text_h.max(4) / 2) as usize;
     let ch = dist.len() / cw.max(1);
     let (tx0, ty0, tx1, ty1) = (tight.0, tight.1, tight.0 + tight.2, tight.1 + tight.3);
     let ink = |d: u8| d >= 40;
@@ -267,9 +271,12 @@ fn clear_corners(dist: &mut [u8], cw: usize, tight: (usize, usize, usize, usize)
                 }
             }
         }
-        let beside = x1 <= tx0 || x0 >= tx1;
+        // (A corner's arc may reach a pixel into the letters' columns.)
+        let beside = x1 <= tx0 + 1 || x0 + 1 >= tx1;
         let over_or_under = y1 <= ty0 || y0 >= ty1;
-        if beside && over_or_under {
+        let (w, h) = (x1 - x0, y1 - y0);
+        let underscore = w >= speck && w >= 3 * h;
+        if beside && over_or_under && w <= speck && h <= speck && !underscore {
             for i in part {
                 dist[i] = 0;
             }
@@ -1739,12 +1746,17 @@ mod tests {
         for (x, y) in [(2, 2), (3, 2), (9, 3), (15, 12), (10, 8), (11, 8)] {
             put(x, y);
         }
-        clear_corners(&mut d, cw, (8, 6, 5, 8));
+        // An underscore ending the line, beside and below the letters.
+        for x in 14..18 {
+            put(x, 15);
+        }
+        clear_corners(&mut d, cw, (8, 6, 5, 8), 8);
         let at = |x: usize, y: usize| d[y * cw + x];
         assert_eq!((at(2, 2), at(3, 2)), (0, 0), "corner speck");
         assert_eq!(at(9, 3), 200, "dot above the letters");
         assert_eq!(at(15, 12), 200, "speck beside, at the letters' height");
         assert_eq!(at(10, 8), 200, "the letters");
+        assert_eq!(at(16, 15), 200, "an underscore, four pixels wide at 12 px");
     }
 
     #[test]
