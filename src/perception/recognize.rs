@@ -1053,6 +1053,7 @@ fn read_strips(
         }
         for w in &mut words {
             read_once(w);
+            glued_pipe(w);
             // Tesseract can score a word 0 whose every character it is sure of (the halves of
             // "crate::geometry::" split at "::"): the characters' word is taken.
             let sure = w
@@ -1080,6 +1081,43 @@ fn read_strips(
         out.push((i, words));
     }
     Ok(out)
+}
+
+/// A "|" glued to lower-case letters or a "." is an "l" Tesseract doubted (the second line of a
+/// wrapped "data_export_final.zip" read "|.zip"): it becomes one, and a word Tesseract scored
+/// low for it alone is judged by its other characters, as `SURE_GLYPH_CONF` judges words.
+fn glued_pipe(w: &mut RawWord) {
+    if w.glyphs.len() < 2 || w.text.chars().count() != w.glyphs.len() {
+        return;
+    }
+    let chars: Vec<char> = w.glyphs.iter().map(|g| g.ch).collect();
+    let lowish = |c: Option<&char>| c.is_some_and(|c| c.is_ascii_lowercase() || *c == '.');
+    let mut fixed = Vec::new();
+    for i in 0..chars.len() {
+        if chars[i] == '|'
+            && lowish(chars.get(i + 1))
+            && (i == 0 || lowish(chars.get(i - 1)) || chars[i - 1] == '_')
+        {
+            fixed.push(i);
+        }
+    }
+    if fixed.is_empty() {
+        return;
+    }
+    for &i in &fixed {
+        w.glyphs[i].ch = 'l';
+    }
+    w.text = w.glyphs.iter().map(|g| g.ch).collect();
+    let others = w
+        .glyphs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !fixed.contains(i))
+        .map(|(_, g)| g.conf)
+        .fold(f32::INFINITY, f32::min);
+    if w.conf < MIN_WORD_CONF && others >= SURE_GLYPH_CONF {
+        w.conf = others;
+    }
 }
 
 /// One glyph that Tesseract read as two characters over one box ("ttl" as "tt1l", a monospace
@@ -1757,6 +1795,43 @@ mod tests {
         assert_eq!(at(15, 12), 200, "speck beside, at the letters' height");
         assert_eq!(at(10, 8), 200, "the letters");
         assert_eq!(at(16, 15), 200, "an underscore, four pixels wide at 12 px");
+    }
+
+    #[test]
+    fn a_pipe_glued_to_small_letters_is_an_l() {
+        let word = |text: &str, confs: &[f32], conf: f32| RawWord {
+            text: text.into(),
+            x: 0,
+            y: 0,
+            w: 10,
+            h: 10,
+            conf,
+            glyphs: text
+                .chars()
+                .zip(confs)
+                .map(|(ch, &c)| Glyph {
+                    ch,
+                    x0: 0,
+                    x1: 1,
+                    y0: 0,
+                    y1: 1,
+                    conf: c,
+                })
+                .collect(),
+        };
+        let mut w = word("|.zip", &[86.0, 97.9, 98.9, 98.9, 98.9], 2.0);
+        glued_pipe(&mut w);
+        assert_eq!((w.text.as_str(), w.conf), ("l.zip", 97.9));
+        // Other characters doubted too: the word stays doubted.
+        let mut w = word("|.zip", &[86.0, 60.0, 98.9, 98.9, 98.9], 2.0);
+        glued_pipe(&mut w);
+        assert_eq!((w.text.as_str(), w.conf), ("l.zip", 2.0));
+        // A pipe between words or before a capital is left alone.
+        for t in ["|", "|A", "a|B"] {
+            let mut w = word(t, &[90.0; 3], 80.0);
+            glued_pipe(&mut w);
+            assert_eq!(w.text, t);
+        }
     }
 
     #[test]
