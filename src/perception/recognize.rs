@@ -84,23 +84,34 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
     };
     // Background: the most common colour behind the letters (quantised). Text covers a
     // minority of its own box, so on a chip or a button the fill wins.
-    let mut hist_c: HashMap<u16, (u32, [u32; 3])> = HashMap::new();
-    for y in tight.y..tight.bottom() {
-        for x in tight.x..tight.right() {
-            let c = px(x, y);
-            let q = ((c[0] as u16 >> 3) << 10) | ((c[1] as u16 >> 3) << 5) | (c[2] as u16 >> 3);
-            let e = hist_c.entry(q).or_insert((0, [0; 3]));
-            e.0 += 1;
-            for (sum, v) in e.1.iter_mut().zip(c) {
-                *sum += v as u32;
+    let inside = colours(|f| {
+        for y in tight.y..tight.bottom() {
+            for x in tight.x..tight.right() {
+                f(px(x, y));
             }
         }
-    }
-    let (n, sum) = hist_c
-        .iter()
-        .max_by_key(|(q, v)| (v.0, **q))
-        .map(|(_, v)| v)
-        .copied()
+    });
+    // Bold light letters on a fill (initials in a circle at scale 2) can outnumber the fill in
+    // their own box: a colour that surrounds the box almost alone and fills a quarter of it is
+    // the background.
+    let around = colours(|f| {
+        for y in crop.y..crop.bottom() {
+            for x in crop.x..crop.right() {
+                if !(x >= tight.x && x < tight.right() && y >= tight.y && y < tight.bottom()) {
+                    f(px(x, y));
+                }
+            }
+        }
+    });
+    let surrounds = around.top.filter(|(q, n, _)| {
+        let within = inside.hist.get(q).map_or(0, |v| v.0);
+        inside.top.is_some_and(|t| t.0 != *q)
+            && n * 10 >= around.total * 9
+            && within * 4 >= inside.total
+    });
+    let (n, sum) = surrounds
+        .or(inside.top)
+        .map(|(_, n, sum)| (n, sum))
         .unwrap_or((1, [255; 3]));
     let bg: Vec<i32> = sum.iter().map(|s| (s / n.max(1)) as i32).collect();
     // Ink = distance from the background colour, stretched so the strongest strokes are black.
@@ -224,6 +235,34 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         border: (bx, by),
         mono: line.mono,
     }
+}
+
+/// Colours counted quantised to 5 bits a channel, with each bin's pixel sum.
+struct Colours {
+    hist: HashMap<u16, (u32, [u32; 3])>,
+    total: u32,
+    /// The most common bin, its count and its pixels' sum.
+    top: Option<(u16, u32, [u32; 3])>,
+}
+
+/// Count the colours `each` hands over.
+fn colours(each: impl FnOnce(&mut dyn FnMut([u8; 3]))) -> Colours {
+    let mut hist: HashMap<u16, (u32, [u32; 3])> = HashMap::new();
+    let mut total = 0;
+    each(&mut |c: [u8; 3]| {
+        let q = ((c[0] as u16 >> 3) << 10) | ((c[1] as u16 >> 3) << 5) | (c[2] as u16 >> 3);
+        let e = hist.entry(q).or_insert((0, [0; 3]));
+        e.0 += 1;
+        total += 1;
+        for (sum, v) in e.1.iter_mut().zip(c) {
+            *sum += v as u32;
+        }
+    });
+    let top = hist
+        .iter()
+        .max_by_key(|(q, v)| (v.0, **q))
+        .map(|(q, v)| (*q, v.0, v.1));
+    Colours { hist, total, top }
 }
 
 /// Ink that lies wholly beside the letters' box and wholly above or below it is no letter's:
@@ -1772,6 +1811,43 @@ mod tests {
         let mut g = paper(40, 30, &round);
         undot_zeros(&mut g);
         assert_eq!(g, paper(40, 30, &round));
+    }
+
+    #[test]
+    fn bold_light_letters_on_a_fill_are_the_ink() {
+        // Initials at scale 2: four white strokes filling two thirds of their box, on a blue
+        // circle that surrounds them. The fill is the background, so the strokes come out dark.
+        let (w, h) = (60u32, 40u32);
+        let mut rgba = Vec::with_capacity((w * h * 4) as usize);
+        for y in 0..h as i32 {
+            for x in 0..w as i32 {
+                let stroke = (12..28).contains(&y) && (20..38).contains(&x) && (x - 20) % 5 < 3;
+                let c = if stroke {
+                    [255, 255, 255]
+                } else {
+                    [40, 90, 200]
+                };
+                rgba.extend_from_slice(&[c[0], c[1], c[2], 255]);
+            }
+        }
+        let line = LineBox {
+            rect: Rect::new(20, 12, 18, 16),
+            text_h: 16,
+            glyph: None,
+            mono: false,
+        };
+        let s = make_strip(&rgba, w, h, &line);
+        let at = |x: i32, y: i32| {
+            let sx = ((x - s.origin.0) as f64 * s.scale) as u32 + s.border.0;
+            let sy = ((y - s.origin.1) as f64 * s.scale) as u32 + s.border.1;
+            s.gray.get_pixel(sx, sy).0[0]
+        };
+        assert!(at(21, 20) < 100, "a stroke is ink: {}", at(21, 20));
+        assert!(
+            at(24, 20) > 150,
+            "the fill between strokes is paper: {}",
+            at(24, 20)
+        );
     }
 
     #[test]
