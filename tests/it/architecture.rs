@@ -118,6 +118,8 @@ fn pure_cores_touch_no_files_processes_threads_or_clocks() {
         "desk/packet.rs",
         "screen/text.rs",
         "perception/lines.rs",
+        "perception/consensus.rs",
+        "perception/mono.rs",
         "perception/tiles.rs",
         "perception/tracker.rs",
     ];
