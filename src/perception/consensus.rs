@@ -2,8 +2,8 @@
 //!
 //! Tesseract reads each strip alone, so a glyph it cannot tell from a look-alike ("l" and "1",
 //! "0" and "O" or "6", "v" and "V") is guessed from the few characters around it. A terminal or
-//! an editor draws every copy of a character with one font at one size, pixel for pixel the
-//! same. So every glyph of the screen's monospace lines gets a signature (its box's ink on a
+//! an editor draws every copy of a character with one font at one size, the same at each of
+//! the few sub-pixel positions the renderer places glyphs at. So every glyph of the screen's monospace lines gets a signature (its box's ink on a
 //! small grid, with the box's size and height over the baseline), and a glyph read as one
 //! character whose twins were mostly read as a look-alike takes the look-alike.
 //!
@@ -51,7 +51,7 @@ const LOOK_ALIKES: &[&str] = &[
 pub struct Shape {
     /// One row per `u16`, bit x set where cell x is ink.
     rows: [u16; SIG_H],
-    /// The same rows four to a word, and grown by a cell every way (see `distance`).
+    /// The same rows four to a word, and grown (see `distance`).
     packed: [u64; SIG_H / 4],
     grown: [u64; SIG_H / 4],
     w: f32,
@@ -102,7 +102,6 @@ impl Shape {
             // width of a thin glyph's foot tells "1" from "l".
             grown: pack(&grow(
                 &rows,
-                1,
                 ((SIG_H as f32 / bh as f32).round() as usize).max(1),
             )),
             w: bw as f32 / s,
@@ -137,12 +136,9 @@ impl Shape {
     }
 }
 
-/// Each row's ink grown by `gx` cells left and right and `gy` up and down.
-fn grow(r: &[u16; SIG_H], gx: usize, gy: usize) -> [u16; SIG_H] {
-    let mut wide = [0u16; SIG_H];
-    for (w, &v) in wide.iter_mut().zip(r) {
-        *w = (0..=gx).fold(v, |a, d| a | v << d | v >> d);
-    }
+/// Each row's ink grown by a cell left and right and `gy` cells up and down.
+fn grow(r: &[u16; SIG_H], gy: usize) -> [u16; SIG_H] {
+    let wide = r.map(|v| v | v << 1 | v >> 1);
     let mut g = [0u16; SIG_H];
     for (y, out) in g.iter_mut().enumerate() {
         let (lo, hi) = (y.saturating_sub(gy), (y + gy).min(SIG_H - 1));
@@ -263,9 +259,10 @@ pub fn read_by_twins(shape: &Shape, bank: &[(Shape, char)]) -> Option<char> {
     (n >= MIN_VOTES && n * 10 >= total * 9).then_some(best)
 }
 
-/// May the `i`th character of a word, read as `was`, become what it was voted (`word[i]`)? A letter between two letters stays
-/// a letter and a digit between two digits a digit: Tesseract's systematic misreading of one
-/// glyph ("TODO" read "T0D0" on every line) outvotes the few right readings of its twins.
+/// May the `i`th character of a word, read as `was`, become what it was voted (`word[i]`)? A
+/// letter between two letters stays a letter and a digit between two digits a digit:
+/// Tesseract's systematic misreading of one glyph ("TODO" read "T0D0" on every line) outvotes
+/// the few right readings of its twins.
 pub fn fits_word(word: &[char], i: usize, was: char) -> bool {
     let c = word[i];
     let (prev, next) = (i.checked_sub(1).map(|p| word[p]), word.get(i + 1).copied());

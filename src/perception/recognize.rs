@@ -245,13 +245,17 @@ struct Colours {
     top: Option<(u16, u32, [u32; 3])>,
 }
 
+/// A colour's bin: 5 bits a channel.
+fn quantised(c: [u8; 3]) -> u16 {
+    ((c[0] as u16 >> 3) << 10) | ((c[1] as u16 >> 3) << 5) | (c[2] as u16 >> 3)
+}
+
 /// Count the colours `each` hands over.
 fn colours(each: impl FnOnce(&mut dyn FnMut([u8; 3]))) -> Colours {
     let mut hist: HashMap<u16, (u32, [u32; 3])> = HashMap::new();
     let mut total = 0;
     each(&mut |c: [u8; 3]| {
-        let q = ((c[0] as u16 >> 3) << 10) | ((c[1] as u16 >> 3) << 5) | (c[2] as u16 >> 3);
-        let e = hist.entry(q).or_insert((0, [0; 3]));
+        let e = hist.entry(quantised(c)).or_insert((0, [0; 3]));
         e.0 += 1;
         total += 1;
         for (sum, v) in e.1.iter_mut().zip(c) {
@@ -271,56 +275,79 @@ fn colours(each: impl FnOnce(&mut dyn FnMut([u8; 3]))) -> Colours {
 fn clear_corners(dist: &mut [u8], cw: usize, tight: (usize, usize, usize, usize), text_h: i32) {
     // Specks only, no flat stroke half a letter wide: an underscore that ends a wrapped name
     // lies beside and below its letters too.
-    let speck = (text_h.max(4) / 2) as usize;
+    let speck = text_h.max(4) / 2;
     let ch = dist.len() / cw.max(1);
-    let (tx0, ty0, tx1, ty1) = (tight.0, tight.1, tight.0 + tight.2, tight.1 + tight.3);
-    let ink = |d: u8| d >= 40;
-    let mut seen = vec![false; dist.len()];
-    let mut stack = Vec::new();
-    for start in 0..dist.len() {
-        if seen[start] || !ink(dist[start]) {
-            continue;
-        }
-        let mut part = vec![start];
-        seen[start] = true;
-        stack.push(start);
-        let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0, 0);
-        while let Some(i) = stack.pop() {
-            let (x, y) = (i % cw, i / cw);
-            (x0, y0, x1, y1) = (x0.min(x), y0.min(y), x1.max(x + 1), y1.max(y + 1));
-            for (dx, dy) in [
-                (-1i32, 0i32),
-                (1, 0),
-                (0, -1),
-                (0, 1),
-                (-1, -1),
-                (1, -1),
-                (-1, 1),
-                (1, 1),
-            ] {
-                let (nx, ny) = (x as i32 + dx, y as i32 + dy);
-                if nx < 0 || ny < 0 || nx >= cw as i32 || ny >= ch as i32 {
-                    continue;
-                }
-                let j = ny as usize * cw + nx as usize;
-                if !seen[j] && ink(dist[j]) {
-                    seen[j] = true;
-                    stack.push(j);
-                    part.push(j);
-                }
-            }
-        }
-        // (A corner's arc may reach a pixel into the letters' columns.)
-        let beside = x1 <= tx0 + 1 || x0 + 1 >= tx1;
-        let over_or_under = y1 <= ty0 || y0 >= ty1;
-        let (w, h) = (x1 - x0, y1 - y0);
-        let underscore = w >= speck && w >= 3 * h;
-        if beside && over_or_under && w <= speck && h <= speck && !underscore {
-            for i in part {
-                dist[i] = 0;
-            }
+    let (tx0, ty0, tx1, ty1) = (
+        tight.0 as i32,
+        tight.1 as i32,
+        (tight.0 + tight.2) as i32,
+        (tight.1 + tight.3) as i32,
+    );
+    let (label, boxes) = components(cw, ch, |i| dist[i] >= 40);
+    let cleared: Vec<bool> = boxes
+        .iter()
+        .enumerate()
+        .map(|(id, &(x0, y0, x1, y1))| {
+            let (x1, y1) = (x1 + 1, y1 + 1);
+            // (A corner's arc may reach a pixel into the letters' columns.)
+            let beside = x1 <= tx0 + 1 || x0 + 1 >= tx1;
+            let over_or_under = y1 <= ty0 || y0 >= ty1;
+            let (w, h) = (x1 - x0, y1 - y0);
+            let underscore = w >= speck && w >= 3 * h;
+            id > 0 && beside && over_or_under && w <= speck && h <= speck && !underscore
+        })
+        .collect();
+    for (d, &id) in dist.iter_mut().zip(&label) {
+        if cleared[id as usize] {
+            *d = 0;
         }
     }
+}
+
+/// A component's box: x0, y0, x1, y1, edges included.
+type InkBox = (i32, i32, i32, i32);
+
+/// The 8-connected components of the pixels of a `w`×`h` grid that `ink(index)` picks: each
+/// pixel's component (0 for none; components count from 1) and each component's box (box 0
+/// stands for none).
+fn components(w: usize, h: usize, ink: impl Fn(usize) -> bool) -> (Vec<u32>, Vec<InkBox>) {
+    let mut label = vec![0u32; w * h];
+    let mut boxes: Vec<InkBox> = vec![(0, 0, 0, 0)];
+    let mut stack = Vec::new();
+    for start in 0..w * h {
+        if label[start] != 0 || !ink(start) {
+            continue;
+        }
+        let id = boxes.len() as u32;
+        let (sx, sy) = ((start % w) as i32, (start / w) as i32);
+        let mut b = (sx, sy, sx, sy);
+        label[start] = id;
+        stack.push((sx, sy));
+        while let Some((x, y)) = stack.pop() {
+            b = (b.0.min(x), b.1.min(y), b.2.max(x), b.3.max(y));
+            for (dx, dy) in [
+                (-1, -1),
+                (0, -1),
+                (1, -1),
+                (-1, 0),
+                (1, 0),
+                (-1, 1),
+                (0, 1),
+                (1, 1),
+            ] {
+                let (nx, ny) = (x + dx, y + dy);
+                if nx >= 0 && ny >= 0 && nx < w as i32 && ny < h as i32 {
+                    let k = ny as usize * w + nx as usize;
+                    if label[k] == 0 && ink(k) {
+                        label[k] = id;
+                        stack.push((nx, ny));
+                    }
+                }
+            }
+        }
+        boxes.push(b);
+    }
+    (label, boxes)
 }
 
 /// Erase the dot inside a dotted zero (DejaVu Sans Mono, the default monospace font on Debian,
@@ -333,45 +360,7 @@ fn undot_zeros(img: &mut GrayImage) -> Vec<(u32, u32, u8)> {
     let (w, h) = (img.width() as i32, img.height() as i32);
     // Dark ink only: the anti-aliased grey between dot and ring (darkened for monospace text)
     // would join them.
-    let ink = |img: &GrayImage, x: i32, y: i32| img.get_pixel(x as u32, y as u32).0[0] < 64;
-    // 8-connected components of the ink: a label per pixel (0 = paper) and each one's box.
-    let mut label = vec![0u32; (w * h) as usize];
-    let mut boxes: Vec<(i32, i32, i32, i32)> = vec![(0, 0, 0, 0)];
-    let mut stack = Vec::new();
-    for y0 in 0..h {
-        for x0 in 0..w {
-            if label[(y0 * w + x0) as usize] != 0 || !ink(img, x0, y0) {
-                continue;
-            }
-            let id = boxes.len() as u32;
-            let mut b = (x0, y0, x0, y0);
-            label[(y0 * w + x0) as usize] = id;
-            stack.push((x0, y0));
-            while let Some((x, y)) = stack.pop() {
-                b = (b.0.min(x), b.1.min(y), b.2.max(x), b.3.max(y));
-                for (dx, dy) in [
-                    (-1, -1),
-                    (0, -1),
-                    (1, -1),
-                    (-1, 0),
-                    (1, 0),
-                    (-1, 1),
-                    (0, 1),
-                    (1, 1),
-                ] {
-                    let (nx, ny) = (x + dx, y + dy);
-                    if nx >= 0 && ny >= 0 && nx < w && ny < h {
-                        let k = (ny * w + nx) as usize;
-                        if label[k] == 0 && ink(img, nx, ny) {
-                            label[k] = id;
-                            stack.push((nx, ny));
-                        }
-                    }
-                }
-            }
-            boxes.push(b);
-        }
-    }
+    let (label, boxes) = components(w as usize, h as usize, |i| img.as_raw()[i] < 64);
     if boxes.len() < 3 {
         return erased;
     }
@@ -569,8 +558,7 @@ fn clear_surroundings(
     let mut counts: HashMap<u16, (u32, [u8; 3])> = HashMap::new();
     for &&(x, y) in &inked {
         let c = px(x, y);
-        let q = ((c[0] as u16 >> 3) << 10) | ((c[1] as u16 >> 3) << 5) | (c[2] as u16 >> 3);
-        counts.entry(q).or_insert((0, c)).0 += 1;
+        counts.entry(quantised(c)).or_insert((0, c)).0 += 1;
     }
     let Some(&(_, outer)) = counts
         .iter()
@@ -855,7 +843,11 @@ fn agree(
 
 /// The shape of each glyph of a strip's words, with its word's and its own index.
 fn shapes_of(s: &Strip, words: &[RawWord]) -> Vec<(usize, usize, Shape)> {
-    let Some(base) = baseline(words.iter().flat_map(|w| &w.glyphs)) else {
+    let bottoms = words
+        .iter()
+        .flat_map(|w| &w.glyphs)
+        .filter(|c| on_baseline(c));
+    let Some(base) = lowest_common(bottoms.map(|c| c.y1)) else {
         return Vec::new();
     };
     // Twins are compared as drawn, dots in their zeros.
@@ -884,16 +876,18 @@ fn shapes_of(s: &Strip, words: &[RawWord]) -> Vec<(usize, usize, Shape)> {
     out
 }
 
-/// The bottom most letters and digits without descenders share.
-fn baseline<'a>(glyphs: impl Iterator<Item = &'a Glyph>) -> Option<i32> {
-    let mut bottoms: HashMap<i32, usize> = HashMap::new();
-    for c in glyphs.filter(|c| c.ch.is_alphanumeric() && !"gjpqyQ".contains(c.ch)) {
-        *bottoms.entry(c.y1).or_default() += 1;
+/// A letter or digit that sits on the baseline (no descender).
+fn on_baseline(c: &Glyph) -> bool {
+    c.ch.is_alphanumeric() && !"gjpqyQ".contains(c.ch)
+}
+
+/// The most common of `v`; of equally common ones the smallest (highest up on screen).
+fn lowest_common(v: impl Iterator<Item = i32>) -> Option<i32> {
+    let mut n: HashMap<i32, usize> = HashMap::new();
+    for b in v {
+        *n.entry(b).or_default() += 1;
     }
-    bottoms
-        .into_iter()
-        .max_by_key(|(b, n)| (*n, -*b))
-        .map(|(b, _)| b)
+    n.into_iter().max_by_key(|(b, k)| (*k, -*b)).map(|(b, _)| b)
 }
 
 /// Read again, together with the monospace line beside it, each box that Tesseract could make
@@ -1267,28 +1261,14 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Piece> {
         .filter_map(|g| {
             // The baseline: the bottom most letters without descenders share (a word's box can
             // swallow an underscore; without character boxes, the words' bottoms).
-            let mut bottoms: HashMap<i32, usize> = HashMap::new();
-            for w in &g {
-                let on_base = w
-                    .glyphs
-                    .iter()
-                    .filter(|c| c.ch.is_alphanumeric() && !"gjpqyQ".contains(c.ch));
-                if w.glyphs.is_empty() {
-                    *bottoms.entry(w.y + w.h).or_default() += 1;
-                }
-                for c in on_base {
-                    *bottoms.entry(c.y1).or_default() += 1;
-                }
-            }
-            if bottoms.is_empty() {
-                for w in &g {
-                    *bottoms.entry(w.y + w.h).or_default() += 1;
-                }
-            }
-            let base = bottoms
-                .iter()
-                .max_by_key(|(b, n)| (**n, -**b))
-                .map_or(0, |(b, _)| *b);
+            let bottoms = g.iter().flat_map(|w| {
+                let glyphs = w.glyphs.iter().filter(|c| on_baseline(c)).map(|c| c.y1);
+                let word = w.glyphs.is_empty().then_some(w.y + w.h);
+                glyphs.chain(word)
+            });
+            let base = lowest_common(bottoms)
+                .or_else(|| lowest_common(g.iter().map(|w| w.y + w.h)))
+                .unwrap_or(0);
             let top = g.iter().map(|w| w.y).min().unwrap_or(0);
             // A character's width: the median glyph's (a word's box can swallow a neighbour).
             let mut widths: Vec<i32> = g
