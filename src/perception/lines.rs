@@ -663,12 +663,19 @@ const MONO_MIN_RUNS: usize = 6;
 /// How many line heights above or below a line another line's grid still applies to it (a
 /// terminal is one grid; a short line such as `hello` cannot show its pitch by itself).
 const MONO_GRID_REACH: i32 = 8;
+/// The fewest glyph runs of a piece that carry a nearby grid on to further lines.
+const MONO_CARRY_RUNS: usize = 3;
 
 /// Left and right edges of the glyph runs of a piece: the blobs tall enough to seed a label.
 /// Letters of a monospace word touch and form one blob, but every blob starts where a character
 /// cell does and ends where one does.
 fn run_edges(blobs: &[Blob]) -> (Vec<i32>, Vec<i32>) {
-    let seeds = || blobs.iter().filter(|b| b.h() >= MIN_SEED_HEIGHT);
+    // A thin upright glyph ("|", "!") stands centred in its cell: its edges are no cell's.
+    let seeds = || {
+        blobs
+            .iter()
+            .filter(|b| b.h() >= MIN_SEED_HEIGHT && b.w() * 3 > b.h())
+    };
     let mut a: Vec<i32> = seeds().map(|b| b.x0).collect();
     let mut z: Vec<i32> = seeds().map(|b| b.x1).collect();
     for v in [&mut a, &mut z] {
@@ -728,7 +735,10 @@ impl Grid {
         let (e, _) = on_grid(&edges.1, self.pitch, self.end);
         // One start may miss among five or more: a "T" or "7" starts, in the mask, at its stem.
         let n = edges.0.len();
-        (nearly_all(s, n) || (n >= 5 && s + 1 >= n)) && e * 2 >= edges.1.len()
+        // Among four, one may miss when every end is on the grid (a "-" before a letter).
+        let ends_all = e == edges.1.len();
+        (nearly_all(s, n) || (n >= 5 && s + 1 >= n) || (n >= 4 && s + 1 >= n && ends_all))
+            && e * 2 >= edges.1.len()
     }
 }
 
@@ -822,24 +832,51 @@ fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, boo
         .map(|((_, h), e)| mono_grid(e, *h))
         .collect();
     // Grids established by a line of their own, with where they are and their text size.
-    let established: Vec<(Grid, (i32, i32, i32, i32), i32)> = own
+    let mut established: Vec<(Grid, (i32, i32, i32, i32), i32)> = own
         .iter()
         .enumerate()
         .filter_map(|(i, g)| Some(((*g)?, bands[i]?, pieces[i].1)))
         .collect();
-    let nearby = |b: (i32, i32, i32, i32), text_h: i32| {
+    let near = |est: &[(Grid, (i32, i32, i32, i32), i32)], b: (i32, i32, i32, i32), text_h: i32| {
         // Text heights of short pieces are rough (one tall "@" moves the median), so the size
         // test is the pitch's: a plausible advance for this text too.
-        established.iter().filter(move |(g, gb, _)| {
-            let reach = MONO_GRID_REACH * (b.3 - b.1).max(1);
-            let h = text_h.max(MIN_SEED_HEIGHT) as f64;
-            (0.5 * h..=1.2 * h).contains(&g.pitch)
-                && gb.0 < b.2
-                && b.0 < gb.2
-                && gb.1 - b.3 < reach
-                && b.1 - gb.3 < reach
-        })
+        let reach = MONO_GRID_REACH * (b.3 - b.1).max(1);
+        let h = text_h.max(MIN_SEED_HEIGHT) as f64;
+        est.iter()
+            .filter(|(g, gb, _)| {
+                (0.5 * h..=1.2 * h).contains(&g.pitch)
+                    && gb.0 < b.2
+                    && b.0 < gb.2
+                    && gb.1 - b.3 < reach
+                    && b.1 - gb.3 < reach
+            })
+            .map(|(g, _, _)| *g)
+            .collect::<Vec<Grid>>()
     };
+    // A terminal pane is one grid from top to bottom: a piece of several runs that fits a
+    // grid nearby carries it on to the lines beyond (a pane of short lines and padded columns
+    // has few lines that show the grid by themselves).
+    let mut carried = vec![false; pieces.len()];
+    loop {
+        let before = established.len();
+        for i in 0..pieces.len() {
+            let Some(b) = bands[i] else { continue };
+            if own[i].is_some() || carried[i] || edges[i].0.len() < MONO_CARRY_RUNS {
+                continue;
+            }
+            if let Some(g) = near(&established, b, pieces[i].1)
+                .into_iter()
+                .find(|g| g.fits(&edges[i]))
+            {
+                carried[i] = true;
+                established.push((g, b, pieces[i].1));
+            }
+        }
+        if established.len() == before {
+            break;
+        }
+    }
+    let nearby = |b: (i32, i32, i32, i32), text_h: i32| near(&established, b, text_h).into_iter();
     let mut used = vec![false; pieces.len()];
     let mut out = Vec::with_capacity(pieces.len());
     for i in 0..pieces.len() {
@@ -880,7 +917,7 @@ fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, boo
                 .into_iter()
                 .chain(grid)
                 .chain(own[j])
-                .chain(nearby(whole, h).map(|(g, _, _)| *g))
+                .chain(nearby(whole, h))
                 .find(|g| {
                     g.fits(&cur_edges)
                         && g.fits(&edges[j])
@@ -896,8 +933,12 @@ fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, boo
             // Across a wide gap (column padding) a grid that fits a side by chance is no
             // evidence: one of the two sides must show the grid by itself.
             let shown = grid.is_some() || own[j].is_some();
+            // The gap as inked: the small marks around it count ("-o, --output" is one cell
+            // apart although its hyphens and comma seed nothing).
+            let ink_right = blobs.iter().map(|b| b.x1).max().unwrap_or(cur.2);
+            let ink_left = pieces[j].0.iter().map(|b| b.x0).min().unwrap_or(b.0);
             let found = found.filter(|g| {
-                let gap = (b.0 - cur.2) as f64;
+                let gap = (ink_left - ink_right).min(b.0 - cur.2) as f64;
                 let width = (cur.2 - cur.0) as f64;
                 (gap <= 1.5 * g.pitch || shown)
                     && !(gap >= 2.0 * g.pitch && width <= 4.0 * g.pitch && first_on_row())
@@ -912,7 +953,7 @@ fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, boo
         }
         // A short piece alone is monospace when a nearby line's grid fits it.
         let mono = grid.is_some()
-            || (cur_edges.0.len() >= 2 && nearby(cur, text_h).any(|(g, _, _)| g.fits(&cur_edges)));
+            || (cur_edges.0.len() >= 2 && nearby(cur, text_h).any(|g| g.fits(&cur_edges)));
         blobs.sort_by_key(|b| b.x0);
         out.push((blobs, text_h, mono));
     }

@@ -38,6 +38,8 @@ const MIN_WORD_CONF: f32 = 25.0;
 const TWINS_CONF: f32 = 80.0;
 /// Characters all at least this sure make a word, whatever Tesseract scores the word.
 const SURE_GLYPH_CONF: f32 = 95.0;
+/// On a monospace line, one character of such a word may be this sure (0–100).
+const MONO_DOUBT_CONF: f32 = 85.0;
 
 /// A recognised label in capture pixels, before it has an id.
 #[derive(Debug, Clone, PartialEq)]
@@ -1088,14 +1090,18 @@ fn read_strips(
             read_once(w);
             glued_pipe(w);
             // Tesseract can score a word 0 whose every character it is sure of (the halves of
-            // "crate::geometry::" split at "::"): the characters' word is taken.
-            let sure = w
-                .glyphs
-                .iter()
-                .map(|g| g.conf)
-                .fold(f32::INFINITY, f32::min);
-            if w.conf < MIN_WORD_CONF && !w.glyphs.is_empty() && sure >= SURE_GLYPH_CONF {
-                w.conf = sure;
+            // "crate::geometry::" split at "::"): the characters' word is taken. On a
+            // monospace line one character may be less sure ("build-01$" scored 20 for a
+            // dotted zero at 89): no dictionary word is expected there.
+            let mut confs: Vec<f32> = w.glyphs.iter().map(|g| g.conf).collect();
+            confs.sort_by(f32::total_cmp);
+            let sure = match confs[..] {
+                [] => 0.0,
+                [least, next, ..] if strips[i].mono && least >= MONO_DOUBT_CONF => next,
+                [least, ..] => least,
+            };
+            if w.conf < MIN_WORD_CONF && sure >= SURE_GLYPH_CONF {
+                w.conf = confs[0].max(MIN_WORD_CONF);
             }
         }
         if let [w] = &mut words[..] {
@@ -1111,9 +1117,72 @@ fn read_strips(
                 }
             }
         }
+        if strips[i].mono {
+            words = split_at_spaces(words, &strips[i].gray);
+        }
         out.push((i, words));
     }
     Ok(out)
+}
+
+/// Split the words of a monospace strip where a space cell lies inside one ("-h /" read as
+/// the one word "-h/"): two neighbouring characters whose centres are 1.6 pitches apart or more
+/// have an empty cell between them, when the strip shows blank columns there (an underscore
+/// Tesseract did not box is ink). The pitch is the median step between neighbouring
+/// characters within words, when at least two steps and two in three show it (the strip is
+/// already known to be monospace).
+fn split_at_spaces(words: Vec<RawWord>, gray: &GrayImage) -> Vec<RawWord> {
+    let centre = |g: &Glyph| (g.x0 + g.x1) as f64 / 2.0;
+    let whole =
+        |w: &RawWord| w.text.chars().filter(|c| !c.is_whitespace()).count() == w.glyphs.len();
+    let mut steps: Vec<f64> = words
+        .iter()
+        .filter(|w| whole(w))
+        .flat_map(|w| w.glyphs.windows(2).map(|p| centre(&p[1]) - centre(&p[0])))
+        .collect();
+    steps.sort_by(f64::total_cmp);
+    let Some(&pitch) = steps.get(steps.len() / 2) else {
+        return words;
+    };
+    let on = steps
+        .iter()
+        .filter(|&&v| (v - pitch).abs() <= 0.18 * pitch)
+        .count();
+    if on < 2 || on * 3 < steps.len() * 2 {
+        return words;
+    }
+    let mut out = Vec::with_capacity(words.len());
+    for w in words {
+        let cuts: Vec<usize> = w
+            .glyphs
+            .windows(2)
+            .enumerate()
+            .filter(|(_, p)| {
+                centre(&p[1]) - centre(&p[0]) >= 1.6 * pitch
+                    && blank_run(gray, p[0].x1, p[1].x0, w.y, w.y + w.h) as f64 >= 0.6 * pitch
+            })
+            .map(|(k, _)| k + 1)
+            .collect();
+        if cuts.is_empty() || !whole(&w) {
+            out.push(w);
+            continue;
+        }
+        let mut from = 0;
+        for to in cuts.into_iter().chain([w.glyphs.len()]) {
+            let glyphs = w.glyphs[from..to].to_vec();
+            let x0 = glyphs.iter().map(|g| g.x0).min().unwrap_or(w.x);
+            let x1 = glyphs.iter().map(|g| g.x1).max().unwrap_or(w.x + w.w);
+            out.push(RawWord {
+                text: glyphs.iter().map(|g| g.ch).collect(),
+                x: x0,
+                w: x1 - x0,
+                glyphs,
+                ..w.clone()
+            });
+            from = to;
+        }
+    }
+    out
 }
 
 /// A "|" glued to lower-case letters or a "." is an "l" Tesseract doubted (the second line of a
