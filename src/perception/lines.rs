@@ -1213,6 +1213,11 @@ fn group_blobs(mut blobs: Vec<Blob>, faint: impl Fn(&Blob) -> bool) -> Vec<LineB
                 match glyph_band {
                     Some(band) if upright(band) => {}
                     Some((a, z)) if cy >= a && cy < z => part.push(b),
+                    // A comma hangs from the baseline: its top inside the band, the rest
+                    // below it, not far.
+                    Some((a, z)) if b.y0 > a && b.y0 < z - 1 && b.y1 <= z + (z - a) / 2 => {
+                        part.push(b)
+                    }
                     Some(_) => {}
                     None => leading.push(b),
                 }
@@ -1532,19 +1537,33 @@ mod tests {
 
     #[test]
     fn words_with_word_spaces_are_one_label_wide_gaps_split() {
-        // "File Edit" (space 4 px) then a 30 px gap, then "View".
-        let mut g = word(10, 10, 4);
-        g.extend(word(10 + 32 + 4, 10, 4));
-        g.extend(word(10 + 32 + 4 + 32 + 30, 10, 4));
+        // "File Edit" (space 4 px) then a 30 px gap, then "View", in a proportional font:
+        // letters of unequal widths (equal cells side by side would be monospace, whose
+        // spaces join across 30 px).
+        let prop = |x0: i32| {
+            let mut x = x0;
+            [7, 3, 4, 6]
+                .iter()
+                .map(|&w| {
+                    let r = Rect::new(x, 10, w, 10);
+                    x += w + 2;
+                    r
+                })
+                .collect::<Vec<Rect>>()
+        };
+        let mut g = prop(10);
+        g.extend(prop(10 + 28 + 4));
+        g.extend(prop(10 + 28 + 4 + 28 + 30));
         let px = canvas(300, 40, &g, [255; 3], [0; 3]);
         let lines = find_lines(&px, 300, 40, Rect::new(0, 0, 300, 40));
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!((lines[0].rect.x - 10).abs() <= 1, "{lines:?}");
         assert!(
-            lines[0].rect.right() >= 10 + 32 + 4 + 30
-                && lines[0].rect.right() <= 10 + 32 + 4 + 32 + 2
+            lines[0].rect.right() >= 10 + 28 + 4 + 26
+                && lines[0].rect.right() <= 10 + 28 + 4 + 28 + 2,
+            "{lines:?}"
         );
-        assert!((lines[1].rect.x - (10 + 32 + 4 + 32 + 30)).abs() <= 1);
+        assert!((lines[1].rect.x - (10 + 28 + 4 + 28 + 30)).abs() <= 1);
     }
 
     #[test]

@@ -274,6 +274,28 @@ pub fn join(mut pieces: Vec<Piece>, ruled: impl Fn(&Rect) -> bool) -> Vec<(Label
                     .then(|| one_grid(&cur, b, p))
                     .flatten()
             });
+            // Two pieces whose lines already sat on a grid, one with boxes Tesseract squeezed
+            // ("user," boxed 3 px a letter): the well-boxed one's grid, extended across the
+            // gap, must hold the other's nearest character.
+            let found = found.or_else(|| {
+                if !(cur.mono && b.mono) {
+                    return None;
+                }
+                let mut ps: Vec<f64> = pitch.into_iter().chain(own[j]).collect();
+                ps.extend(nearby(&r.union(&b.label.rect)).iter().map(|g| g.pitch));
+                ps.into_iter().find(|&p| {
+                    let cells = gap / p;
+                    let (Some(&last), Some(&head)) = (cur.centres.last(), b.centres.first()) else {
+                        return false;
+                    };
+                    let held =
+                        |g: Option<Grid>, x: f64| g.is_some_and(|g| g.off(x) <= CENTRE_TOLERANCE);
+                    cells <= MAX_GAP_CELLS
+                        && !(first && gutter(&cur, cells))
+                        && (held(fits(&cur.centres, &cur.steps, p), head)
+                            || held(fits(&b.centres, &b.steps, p), last))
+                })
+            });
             let Some(p) = found else { break };
             let gap_rect = Rect::new(
                 r.right(),
