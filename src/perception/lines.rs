@@ -594,12 +594,16 @@ fn is_rule(b: &Blob, text_h: i32) -> bool {
 /// The curved end of a pill or one side of a circle drawn around text (a badge, an avatar's
 /// initials): at most half as wide as tall and over twice the letters' height, or a wide arc
 /// over 1.5 times it. A bracket of the text's own font is thin and 1.5–1.9 times its x-height.
-fn is_arc(b: &Blob, letter_h: i32) -> bool {
+fn is_arc(b: &Blob, letter_h: i32, tall_h: i32) -> bool {
     // A pill's end is a wide arc (its radius is half its height) and may be only 1.5 times the
-    // letters' height; a bracket is a thin one.
+    // letters' height; a bracket is a thin one. The wide arc is judged against the tall
+    // letter-shaped blob (`tall_h`: capitals, ascenders, letters merged in a run): beside
+    // x-height letters ("v.is_empty() {") a bracket is 1.6 times their core height, and about
+    // one tall letter.
     let wide = b.w() * 5 >= b.h() * 2;
     // (+4: a blob of the edge mask is a column wider than the arc's ink on each side.)
-    b.w() * 2 <= b.h() + 4 && (b.h() >= 2 * letter_h + 1 || (wide && b.h() * 2 >= letter_h * 3))
+    b.w() * 2 <= b.h() + 4
+        && (b.h() >= 2 * letter_h + 1 || (wide && b.h() * 2 >= letter_h.max(tall_h) * 3))
 }
 
 /// The heights of `chain`'s seed-sized blobs, counting the two halves of a stem cut by a bar
@@ -1175,6 +1179,14 @@ fn group_blobs(mut blobs: Vec<Blob>, faint: impl Fn(&Blob) -> bool) -> Vec<LineB
             .copied()
             .unwrap_or(text_h)
             .max(text_h);
+        // The tallest letter-shaped blob (wider than an arc can be): a bracket is about as tall,
+        // a pill's end is much taller than anything inside it.
+        let tall_h = chain
+            .iter()
+            .filter(|b| b.w() * 2 > b.h() + 4 && b.h() as f64 <= 1.8 * text_h as f64)
+            .map(|b| b.h())
+            .max()
+            .unwrap_or(0);
         // Second pass: rules (borders, fill edges) end a label and belong to none; a gap wider
         // than a word space of *this* text ends it too.
         let mut part: Vec<Blob> = Vec::new();
@@ -1183,7 +1195,7 @@ fn group_blobs(mut blobs: Vec<Blob>, faint: impl Fn(&Blob) -> bool) -> Vec<LineB
         for b in chain {
             // A faint stroke taller than the letters is a button's border, however short.
             let border = is_thin(&b) && b.h() * 2 >= rule_h * 3 && faint(&b);
-            if is_rule(&b, rule_h) || is_arc(&b, rule_h) || border {
+            if is_rule(&b, rule_h) || is_arc(&b, rule_h, tall_h) || border {
                 // The far half of a circle around initials starts inside them (blobs come in
                 // order of their left edge): it ends nothing, what it encloses goes on.
                 if !part.iter().any(|p| p.x1 > b.x0 && p.h() >= MIN_SEED_HEIGHT) {
