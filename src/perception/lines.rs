@@ -842,13 +842,17 @@ fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, boo
         .enumerate()
         .filter_map(|(i, g)| Some(((*g)?, bands[i]?, pieces[i].1)))
         .collect();
-    let near = |est: &[(Grid, (i32, i32, i32, i32), i32)], b: (i32, i32, i32, i32), text_h: i32| {
-        // Text heights of short pieces are rough (one tall "@" moves the median), so the size
-        // test is the pitch's: a plausible advance for this text too.
+    // Text heights of short pieces are rough (one tall "@" moves the median), so the size test
+    // is the pitch's: a plausible advance for this text too.
+    fn near(
+        est: &[(Grid, (i32, i32, i32, i32), i32)],
+        b: (i32, i32, i32, i32),
+        text_h: i32,
+    ) -> impl Iterator<Item = Grid> + '_ {
         let reach = MONO_GRID_REACH * (b.3 - b.1).max(1);
         let h = text_h.max(MIN_SEED_HEIGHT) as f64;
         est.iter()
-            .filter(|(g, gb, _)| {
+            .filter(move |(g, gb, _)| {
                 (0.5 * h..=1.2 * h).contains(&g.pitch)
                     && gb.0 < b.2
                     && b.0 < gb.2
@@ -856,8 +860,7 @@ fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, boo
                     && b.1 - gb.3 < reach
             })
             .map(|(g, _, _)| *g)
-            .collect::<Vec<Grid>>()
-    };
+    }
     // A terminal pane is one grid from top to bottom: a piece of several runs that fits a
     // grid nearby carries it on to the lines beyond (a pane of short lines and padded columns
     // has few lines that show the grid by themselves).
@@ -869,10 +872,8 @@ fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, boo
             if own[i].is_some() || carried[i] || edges[i].0.len() < MONO_CARRY_RUNS {
                 continue;
             }
-            if let Some(g) = near(&established, b, pieces[i].1)
-                .into_iter()
-                .find(|g| g.fits(&edges[i]))
-            {
+            let found = near(&established, b, pieces[i].1).find(|g| g.fits(&edges[i]));
+            if let Some(g) = found {
                 carried[i] = true;
                 established.push((g, b, pieces[i].1));
             }
@@ -881,7 +882,7 @@ fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, boo
             break;
         }
     }
-    let nearby = |b: (i32, i32, i32, i32), text_h: i32| near(&established, b, text_h).into_iter();
+    let nearby = |b: (i32, i32, i32, i32), text_h: i32| near(&established, b, text_h);
     let mut used = vec![false; pieces.len()];
     let mut out = Vec::with_capacity(pieces.len());
     for i in 0..pieces.len() {

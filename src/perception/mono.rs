@@ -281,15 +281,13 @@ pub fn join(mut pieces: Vec<Piece>, ruled: impl Fn(&Rect) -> bool) -> Vec<(Label
                 if !(cur.mono && b.mono) {
                     return None;
                 }
+                let (&last, &head) = (cur.centres.last()?, b.centres.first()?);
+                let held =
+                    |g: Option<Grid>, x: f64| g.is_some_and(|g| g.off(x) <= CENTRE_TOLERANCE);
                 let mut ps: Vec<f64> = pitch.into_iter().chain(own[j]).collect();
                 ps.extend(nearby(&r.union(&b.label.rect)).iter().map(|g| g.pitch));
                 ps.into_iter().find(|&p| {
                     let cells = gap / p;
-                    let (Some(&last), Some(&head)) = (cur.centres.last(), b.centres.first()) else {
-                        return false;
-                    };
-                    let held =
-                        |g: Option<Grid>, x: f64| g.is_some_and(|g| g.off(x) <= CENTRE_TOLERANCE);
                     cells <= MAX_GAP_CELLS
                         && !(first && gutter(&cur, cells))
                         && (held(fits(&cur.centres, &cur.steps, p), head)

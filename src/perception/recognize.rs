@@ -1175,9 +1175,11 @@ fn split_at_spaces(words: Vec<RawWord>, gray: &GrayImage) -> Vec<RawWord> {
             out.push(RawWord {
                 text: glyphs.iter().map(|g| g.ch).collect(),
                 x: x0,
+                y: w.y,
                 w: x1 - x0,
+                h: w.h,
+                conf: w.conf,
                 glyphs,
-                ..w.clone()
             });
             from = to;
         }
@@ -1705,6 +1707,62 @@ mod tests {
             }
         }
         g
+    }
+
+    /// A word of monospace glyphs 10 px apart (8 px wide), one per character of `cells`, where a
+    /// space is an empty cell; boxed by Tesseract as one word without the spaces.
+    fn mono_word(cells: &str, conf: f32) -> RawWord {
+        let glyphs: Vec<Glyph> = cells
+            .chars()
+            .enumerate()
+            .filter(|(_, c)| *c != ' ')
+            .map(|(k, ch)| Glyph {
+                ch,
+                x0: k as i32 * 10,
+                x1: k as i32 * 10 + 8,
+                y0: 10,
+                y1: 30,
+                conf: 99.0,
+            })
+            .collect();
+        RawWord {
+            text: glyphs.iter().map(|g| g.ch).collect(),
+            x: 0,
+            y: 10,
+            w: cells.len() as i32 * 10,
+            h: 20,
+            conf,
+            glyphs,
+        }
+    }
+
+    #[test]
+    fn a_space_cell_inside_a_monospace_word_splits_it() {
+        // (cells as drawn, ink in the space cell, words after)
+        let cases: [(&str, bool, &[&str]); 5] = [
+            ("-hx /", false, &["-hx", "/"]),
+            ("-hx /", true, &["-hx/"]),
+            ("abcd", false, &["abcd"]),
+            ("abc  de", false, &["abc", "de"]),
+            // Two steps show no pitch: left alone.
+            ("-h /", false, &["-h/"]),
+        ];
+        for (cells, ink, want) in cases {
+            let ink_at: Vec<(u32, u32, u32, u32)> = cells
+                .chars()
+                .enumerate()
+                .filter(|(_, c)| *c != ' ' || ink)
+                .map(|(k, _)| (k as u32 * 10, 10, 8, 20))
+                .collect();
+            let gray = paper(100, 40, &ink_at);
+            let got = split_at_spaces(vec![mono_word(cells, 60.0)], &gray);
+            let texts: Vec<&str> = got.iter().map(|w| w.text.as_str()).collect();
+            assert_eq!(texts, want, "{cells:?} ink {ink}");
+            for w in &got {
+                assert_eq!(w.conf, 60.0);
+                assert_eq!(w.x, w.glyphs[0].x0, "{cells:?}");
+            }
+        }
     }
 
     #[test]
