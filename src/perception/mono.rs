@@ -34,8 +34,9 @@ pub struct Piece {
 /// The widest gap between two pieces of one line, in cells (`ps` pads a column with up to 9
 /// spaces; two panes side by side have a rule between them).
 pub const MAX_GAP_CELLS: f64 = 12.0;
-/// The fewest within-word steps that show a pitch by themselves.
-const MIN_STEPS: usize = 6;
+/// The fewest within-word steps that show a pitch by themselves (a 7-letter word in a small UI
+/// font can step evenly by chance).
+const MIN_STEPS: usize = 7;
 /// How far a step may be from the pitch, as a share of it.
 const STEP_TOLERANCE: f64 = 0.18;
 /// How far a centre may be from the grid, in cells.
@@ -553,8 +554,11 @@ mod tests {
         assert_eq!(own_pitch(&b.steps), None);
         let got = join(vec![a, b], |_| false);
         assert_eq!(texts(&got), vec![("Filesystem", false), ("Mounted", false)]);
+        // A short word in a small UI font steps evenly by chance ("lecture" at 12 px, under
+        // an icon): six steps are too few to show a pitch, seven even ones show it.
+        assert_eq!(own_pitch(&[5.5, 7.0, 5.5, 6.0, 6.5, 6.0]), None);
         assert_eq!(
-            own_pitch(&[8.4, 8.5, 8.4, 8.3, 8.4, 8.5]).map(|p| p.round()),
+            own_pitch(&[8.4, 8.5, 8.4, 8.3, 8.4, 8.5, 8.4]).map(|p| p.round()),
             Some(8.0)
         );
     }

@@ -1005,13 +1005,13 @@ fn join_wrapped(mut labels: Vec<Label>, bg: impl Fn(&Rect) -> [u8; 3]) -> Vec<La
     let broken = |t: &str| t.ends_with(['-', '_', '/']);
     labels.sort_by_key(|l| (l.rect.y, l.rect.x));
     let mut used = vec![false; labels.len()];
-    let mut out = Vec::with_capacity(labels.len());
+    let mut groups: Vec<Vec<usize>> = Vec::new();
     for i in 0..labels.len() {
         if used[i] {
             continue;
         }
         used[i] = true;
-        let mut joined = labels[i].clone();
+        let mut group = vec![i];
         let mut last = labels[i].rect;
         let axis = 2 * last.x + last.w;
         loop {
@@ -1022,8 +1022,8 @@ fn join_wrapped(mut labels: Vec<Label>, bg: impl Fn(&Rect) -> [u8; 3]) -> Vec<La
                     // height of it.
                     && r.y * 2 >= 2 * last.y + last.h
                     && (r.y - last.bottom()) * 5 <= last.h * 4
-                    && ((2 * r.x + r.w) - axis).abs() <= 6
-                    && ((r.w - last.w).abs() >= 3 || broken(&joined.text))
+                    && ((2 * r.x + r.w) - axis).abs() <= 6.max(last.h / 2)
+                    && ((r.w - last.w).abs() >= 3 || broken(&labels[group[group.len() - 1]].text))
                     && (r.h - last.h).abs() * 2 <= r.h.max(last.h)
             });
             let Some(j) = below else { break };
@@ -1032,15 +1032,39 @@ fn join_wrapped(mut labels: Vec<Label>, bg: impl Fn(&Rect) -> [u8; 3]) -> Vec<La
                 break;
             }
             used[j] = true;
-            let glue = if joined.text.ends_with(['-', '_', '.', '/']) {
+            group.push(j);
+            last = labels[j].rect;
+        }
+        groups.push(group);
+    }
+    // The names' column: as wide as the widest line that has a line below it, of about that
+    // line's height (a grid of icons wraps all its names at one width).
+    let column = |h: i32| {
+        groups
+            .iter()
+            .flat_map(|g| &g[..g.len() - 1])
+            .map(|&k| labels[k].rect)
+            .filter(|r| (r.h - h).abs() * 4 <= h.max(r.h))
+            .map(|r| r.w)
+            .max()
+            .unwrap_or(0)
+    };
+    let mut out = Vec::with_capacity(groups.len());
+    for g in &groups {
+        let mut joined = labels[g[0]].clone();
+        for w in g.windows(2) {
+            let (up, down) = (&labels[w[0]], &labels[w[1]]);
+            // After a break character, or a word too long for the column broken where the
+            // column ends ("data_export_fina" over "l.zip"): no space.
+            let full = !up.text.contains(' ') && up.rect.w + up.rect.h / 3 >= column(up.rect.h);
+            let glue = if up.text.ends_with(['-', '_', '.', '/']) || full {
                 ""
             } else {
                 " "
             };
-            joined.text = format!("{}{glue}{}", joined.text, labels[j].text);
-            joined.rect = joined.rect.union(&labels[j].rect);
-            joined.conf = joined.conf.min(labels[j].conf);
-            last = labels[j].rect;
+            joined.text = format!("{}{glue}{}", joined.text, down.text);
+            joined.rect = joined.rect.union(&down.rect);
+            joined.conf = joined.conf.min(down.conf);
         }
         out.push(joined);
     }
@@ -2180,6 +2204,37 @@ mod tests {
             ]
         );
         assert_eq!(got[0].rect, Rect::new(100, 50, 80, 24));
+    }
+
+    #[test]
+    fn a_word_broken_where_the_names_column_ends_joins_without_a_space() {
+        let l = |text: &str, x, y, w| Label {
+            text: text.into(),
+            rect: Rect::new(x, y, w, 12),
+            conf: 0.9,
+        };
+        // Names wrapped at a 100 px column: one word too long for it is broken at its end;
+        // a short first line is a break between words, whether it holds one word or two.
+        let got = join_wrapped(
+            vec![
+                l("data_export_fina", 100, 50, 100),
+                l("l.zip", 138, 64, 24),
+                l("lecture 03", 300, 50, 60),
+                l("notes.pdf", 301, 64, 57),
+                l("Holiday", 500, 50, 46),
+                l("photos from Lyon", 480, 64, 86),
+            ],
+            |_| [255; 3],
+        );
+        let texts: Vec<&str> = got.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "data_export_final.zip",
+                "lecture 03 notes.pdf",
+                "Holiday photos from Lyon"
+            ]
+        );
     }
 
     #[test]
