@@ -1142,39 +1142,77 @@ fn read_strips(
             }
         }
         if strips[i].mono {
-            words = split_at_spaces(words, &strips[i].gray);
+            if let Some(pitch) = strip_pitch(&words) {
+                words.iter_mut().for_each(|w| drop_doubled(w, pitch));
+                words = split_at_spaces(words, &strips[i].gray, pitch);
+            }
         }
         out.push((i, words));
     }
     Ok(out)
 }
 
-/// Split the words of a monospace strip where a space cell lies inside one ("-h /" read as
-/// the one word "-h/"): two neighbouring characters whose centres are 1.6 pitches apart or more
-/// have an empty cell between them, when the strip shows blank columns there (an underscore
-/// Tesseract did not box is ink). The pitch is the median step between neighbouring
+/// The pitch of a monospace strip's characters: the median step between neighbouring
 /// characters within words, when at least two steps and two in three show it (the strip is
 /// already known to be monospace).
-fn split_at_spaces(words: Vec<RawWord>, gray: &GrayImage) -> Vec<RawWord> {
-    let centre = |g: &Glyph| (g.x0 + g.x1) as f64 / 2.0;
-    let whole =
-        |w: &RawWord| w.text.chars().filter(|c| !c.is_whitespace()).count() == w.glyphs.len();
+fn strip_pitch(words: &[RawWord]) -> Option<f64> {
     let mut steps: Vec<f64> = words
         .iter()
         .filter(|w| whole(w))
         .flat_map(|w| w.glyphs.windows(2).map(|p| centre(&p[1]) - centre(&p[0])))
         .collect();
     steps.sort_by(f64::total_cmp);
-    let Some(&pitch) = steps.get(steps.len() / 2) else {
-        return words;
-    };
+    let pitch = *steps.get(steps.len() / 2)?;
     let on = steps
         .iter()
         .filter(|&&v| (v - pitch).abs() <= 0.18 * pitch)
         .count();
-    if on < 2 || on * 3 < steps.len() * 2 {
-        return words;
+    (on >= 2 && on * 3 >= steps.len() * 2).then_some(pitch)
+}
+
+/// A glyph's centre column.
+fn centre(g: &Glyph) -> f64 {
+    (g.x0 + g.x1) as f64 / 2.0
+}
+
+/// Does each of the word's non-space characters have its own glyph box?
+fn whole(w: &RawWord) -> bool {
+    w.text.chars().filter(|c| !c.is_whitespace()).count() == w.glyphs.len()
+}
+
+/// One cell of a monospace word read as two thin characters ("#[test]" read "#([test]",
+/// "v[" read "vi["): a bracket and a bracket or thin letter less than 0.6 pitch apart,
+/// together no wider than a cell, are one character, the surer of the two. (Two wide letters
+/// that close are a box misplaced beside a real letter, and both stay.)
+fn drop_doubled(w: &mut RawWord, pitch: f64) {
+    if !whole(w) {
+        return;
     }
+    let bracket = |c: char| "()[]{}".contains(c);
+    let thin = |c: char| bracket(c) || "il|!".contains(c);
+    let mut k = 1;
+    while k < w.glyphs.len() {
+        let (a, b) = (&w.glyphs[k - 1], &w.glyphs[k]);
+        let doubled = (bracket(a.ch) || bracket(b.ch))
+            && thin(a.ch)
+            && thin(b.ch)
+            && centre(b) - centre(a) < 0.6 * pitch
+            && ((b.x1.max(a.x1) - a.x0.min(b.x0)) as f64) <= 1.1 * pitch;
+        if doubled {
+            let less = if a.conf < b.conf { k - 1 } else { k };
+            w.glyphs.remove(less);
+            w.text = w.glyphs.iter().map(|g| g.ch).collect();
+        } else {
+            k += 1;
+        }
+    }
+}
+
+/// Split the words of a monospace strip where a space cell lies inside one ("-h /" read as
+/// the one word "-h/"): two neighbouring characters whose centres are 1.6 pitches apart or more
+/// have an empty cell between them, when the strip shows blank columns there (an underscore
+/// Tesseract did not box is ink).
+fn split_at_spaces(words: Vec<RawWord>, gray: &GrayImage, pitch: f64) -> Vec<RawWord> {
     let mut out = Vec::with_capacity(words.len());
     for w in words {
         let cuts: Vec<usize> = w
@@ -1779,7 +1817,11 @@ mod tests {
                 .map(|(k, _)| (k as u32 * 10, 10, 8, 20))
                 .collect();
             let gray = paper(100, 40, &ink_at);
-            let got = split_at_spaces(vec![mono_word(cells, 60.0)], &gray);
+            let w = vec![mono_word(cells, 60.0)];
+            let got = match strip_pitch(&w) {
+                Some(p) => split_at_spaces(w, &gray, p),
+                None => w,
+            };
             let texts: Vec<&str> = got.iter().map(|w| w.text.as_str()).collect();
             assert_eq!(texts, want, "{cells:?} ink {ink}");
             for w in &got {
@@ -2204,6 +2246,59 @@ mod tests {
             ]
         );
         assert_eq!(got[0].rect, Rect::new(100, 50, 80, 24));
+    }
+
+    #[test]
+    fn one_cell_read_as_two_thin_characters_keeps_the_surer() {
+        // (characters with their left edges and confidences, on a 13 px pitch)
+        let word = |g: &[(char, i32, f32)]| RawWord {
+            text: g.iter().map(|c| c.0).collect(),
+            x: 0,
+            y: 0,
+            w: 100,
+            h: 20,
+            conf: 80.0,
+            glyphs: g
+                .iter()
+                .map(|&(ch, x0, conf)| Glyph {
+                    ch,
+                    x0,
+                    x1: x0 + 7,
+                    y0: 0,
+                    y1: 20,
+                    conf,
+                })
+                .collect(),
+        };
+        let cases: &[(&[(char, i32, f32)], &str)] = &[
+            (
+                &[
+                    ('#', 0, 99.0),
+                    ('(', 6, 95.8),
+                    ('[', 12, 98.8),
+                    ('t', 26, 99.0),
+                ],
+                "#[t",
+            ),
+            (
+                &[
+                    ('v', 0, 99.0),
+                    ('i', 9, 93.1),
+                    ('[', 14, 97.3),
+                    ('v', 26, 99.0),
+                ],
+                "v[v",
+            ),
+            // A cell apart, or a box misplaced beside a wide letter: both are characters.
+            (&[('n', 0, 99.0), ('(', 13, 98.0), (')', 26, 99.0)], "n()"),
+            (&[('A', 0, 99.0), ('P', 7, 99.0), (':', 20, 99.0)], "AP:"),
+        ];
+        for (glyphs, want) in cases {
+            let mut w = word(glyphs);
+            drop_doubled(&mut w, 13.0);
+            assert_eq!(w.text, *want);
+            assert_eq!(w.glyphs.len(), want.chars().count());
+        }
     }
 
     #[test]
