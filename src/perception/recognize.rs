@@ -1180,10 +1180,11 @@ fn whole(w: &RawWord) -> bool {
     w.text.chars().filter(|c| !c.is_whitespace()).count() == w.glyphs.len()
 }
 
-/// One cell of a monospace word read as two thin characters ("#[test]" read "#([test]",
-/// "v[" read "vi["): a bracket and a bracket or thin letter less than 0.6 pitch apart,
-/// together no wider than a cell, are one character, the surer of the two. (Two wide letters
-/// that close are a box misplaced beside a real letter, and both stay.)
+/// One cell of a monospace word read as two characters ("#[test]" read "#([test]", "v[" read
+/// "vi[", "--verbose" read "--Vverbose"): a bracket and a bracket or thin letter, or one letter
+/// twice, less than 0.6 pitch apart and together no wider than a cell, are one character, the
+/// surer of the two. (Two other letters that close are a box misplaced beside a real letter,
+/// and both stay.)
 fn drop_doubled(w: &mut RawWord, pitch: f64) {
     if !whole(w) {
         return;
@@ -1193,13 +1194,31 @@ fn drop_doubled(w: &mut RawWord, pitch: f64) {
     let mut k = 1;
     while k < w.glyphs.len() {
         let (a, b) = (&w.glyphs[k - 1], &w.glyphs[k]);
-        let doubled = (bracket(a.ch) || bracket(b.ch))
-            && thin(a.ch)
-            && thin(b.ch)
+        let same = a.ch.is_alphabetic() && a.ch.to_lowercase().eq(b.ch.to_lowercase());
+        let doubled = ((bracket(a.ch) || bracket(b.ch)) && thin(a.ch) && thin(b.ch) || same)
             && centre(b) - centre(a) < 0.6 * pitch
             && ((b.x1.max(a.x1) - a.x0.min(b.x0)) as f64) <= 1.1 * pitch;
         if doubled {
-            let less = if a.conf < b.conf { k - 1 } else { k };
+            // One letter in two cases ("Vv", "lL"): the case of the letters around it, else
+            // lower case, the case of most code and commands.
+            let lower = if a.ch.is_lowercase() { k - 1 } else { k };
+            let around = w.glyphs[..k - 1]
+                .iter()
+                .rev()
+                .chain(&w.glyphs[k + 1..])
+                .find(|g| g.ch.is_alphabetic())
+                .map(|g| g.ch.is_lowercase());
+            let less = if same && a.ch != b.ch {
+                if around == Some(false) {
+                    lower
+                } else {
+                    2 * k - 1 - lower
+                }
+            } else if a.conf < b.conf {
+                k - 1
+            } else {
+                k
+            };
             w.glyphs.remove(less);
             w.text = w.glyphs.iter().map(|g| g.ch).collect();
         } else {
@@ -2291,6 +2310,26 @@ mod tests {
             ),
             // A cell apart, or a box misplaced beside a wide letter: both are characters.
             (&[('n', 0, 99.0), ('(', 13, 98.0), (')', 26, 99.0)], "n()"),
+            (
+                &[
+                    ('-', 0, 99.0),
+                    ('V', 13, 90.3),
+                    ('v', 18, 96.6),
+                    ('e', 31, 99.0),
+                ],
+                "-ve",
+            ),
+            (&[('x', 0, 99.0), ('x', 13, 99.0)], "xx"),
+            (&[('l', 0, 90.0), ('L', 4, 99.0)], "l"),
+            (
+                &[
+                    ('E', 0, 99.0),
+                    ('D', 13, 99.0),
+                    ('g', 26, 97.0),
+                    ('G', 30, 90.0),
+                ],
+                "EDG",
+            ),
             (&[('A', 0, 99.0), ('P', 7, 99.0), (':', 20, 99.0)], "AP:"),
         ];
         for (glyphs, want) in cases {
