@@ -1110,6 +1110,12 @@ fn read_strips(
                 words = engine.read_gray(b.as_raw(), b.width(), b.height())?;
             }
         }
+        // One cell read as two characters is undone before words are judged by their
+        // characters' confidences.
+        let pitch = strips[i].mono.then(|| strip_pitch(&words)).flatten();
+        if let Some(p) = pitch {
+            words.iter_mut().for_each(|w| drop_doubled(w, p));
+        }
         for w in &mut words {
             read_once(w);
             glued_pipe(w);
@@ -1141,11 +1147,9 @@ fn read_strips(
                 }
             }
         }
-        if strips[i].mono {
-            if let Some(pitch) = strip_pitch(&words) {
-                words.iter_mut().for_each(|w| drop_doubled(w, pitch));
-                words = split_at_spaces(words, &strips[i].gray, pitch);
-            }
+        // (The pitch again: reading once and the glued "|" change glyphs.)
+        if let Some(p) = strips[i].mono.then(|| strip_pitch(&words)).flatten() {
+            words = split_at_spaces(words, &strips[i].gray, p);
         }
         out.push((i, words));
     }
@@ -1182,22 +1186,32 @@ fn whole(w: &RawWord) -> bool {
 
 /// One cell of a monospace word read as two characters ("#[test]" read "#([test]", "v[" read
 /// "vi[", "--verbose" read "--Vverbose"): a bracket and a bracket or thin letter, or one letter
-/// twice, less than 0.6 pitch apart and together no wider than a cell, are one character, the
-/// surer of the two. (Two other letters that close are a box misplaced beside a real letter,
-/// and both stay.)
+/// twice, less than 0.6 pitch apart and together not much wider than a cell, are one character
+/// when the word has more characters than cells. (Two other letters that close are a box
+/// misplaced beside a real letter, and both stay.)
 fn drop_doubled(w: &mut RawWord, pitch: f64) {
     if !whole(w) {
         return;
     }
     let bracket = |c: char| "()[]{}".contains(c);
     let thin = |c: char| bracket(c) || "il|!".contains(c);
+    // Only where there are more characters than the word's cells: squeezed boxes beside one
+    // another ("());" boxed in under four cells) are each a character.
+    let span = |w: &RawWord| {
+        let x0 = w.glyphs.iter().map(|g| g.x0).min().unwrap_or(0);
+        let x1 = w.glyphs.iter().map(|g| g.x1).max().unwrap_or(0);
+        ((x1 - x0) as f64 / pitch).round() as usize
+    };
     let mut k = 1;
-    while k < w.glyphs.len() {
+    while k < w.glyphs.len() && w.glyphs.len() > span(w) {
         let (a, b) = (&w.glyphs[k - 1], &w.glyphs[k]);
         let same = a.ch.is_alphabetic() && a.ch.to_lowercase().eq(b.ch.to_lowercase());
-        let doubled = ((bracket(a.ch) || bracket(b.ch)) && thin(a.ch) && thin(b.ch) || same)
+        // ("()" squeezed together is an empty call, both characters.)
+        let pair = "([{".contains(a.ch) && ")]}".contains(b.ch);
+        let doubled = ((bracket(a.ch) || bracket(b.ch)) && thin(a.ch) && thin(b.ch) && !pair
+            || same)
             && centre(b) - centre(a) < 0.6 * pitch
-            && ((b.x1.max(a.x1) - a.x0.min(b.x0)) as f64) <= 1.1 * pitch;
+            && ((b.x1.max(a.x1) - a.x0.min(b.x0)) as f64) <= 1.25 * pitch;
         if doubled {
             // One letter in two cases ("Vv", "lL"): the case of the letters around it, else
             // lower case, the case of most code and commands.
@@ -2268,74 +2282,116 @@ mod tests {
     }
 
     #[test]
-    fn one_cell_read_as_two_thin_characters_keeps_the_surer() {
-        // (characters with their left edges and confidences, on a 13 px pitch)
-        let word = |g: &[(char, i32, f32)]| RawWord {
-            text: g.iter().map(|c| c.0).collect(),
-            x: 0,
-            y: 0,
-            w: 100,
-            h: 20,
-            conf: 80.0,
-            glyphs: g
-                .iter()
-                .map(|&(ch, x0, conf)| Glyph {
-                    ch,
-                    x0,
-                    x1: x0 + 7,
-                    y0: 0,
-                    y1: 20,
-                    conf,
-                })
-                .collect(),
-        };
-        let cases: &[(&[(char, i32, f32)], &str)] = &[
+    fn one_cell_read_as_two_characters_keeps_one() {
+        // Boxes as Tesseract gave them on the code and terminal fixtures: (character, left,
+        // right, confidence), and the strip's pitch.
+        type Case = (&'static [(char, i32, i32, f32)], f64, &'static str);
+        let cases: &[Case] = &[
             (
                 &[
-                    ('#', 0, 99.0),
-                    ('(', 6, 95.8),
-                    ('[', 12, 98.8),
-                    ('t', 26, 99.0),
+                    ('#', 13, 28, 99.0),
+                    ('(', 25, 31, 95.8),
+                    ('[', 31, 38, 98.8),
+                    ('t', 41, 52, 99.0),
+                    ('e', 55, 67, 99.0),
+                    ('s', 70, 80, 99.0),
+                    ('t', 82, 94, 98.8),
+                    (']', 98, 104, 99.0),
                 ],
-                "#[t",
+                13.8,
+                "#[test]",
             ),
             (
                 &[
-                    ('v', 0, 99.0),
-                    ('i', 9, 93.1),
-                    ('[', 14, 97.3),
-                    ('v', 26, 99.0),
+                    ('v', 13, 24, 99.0),
+                    ('i', 21, 30, 93.1),
+                    ('[', 28, 33, 97.3),
+                    ('v', 36, 46, 98.9),
+                    ('.', 51, 54, 99.0),
+                    ('l', 59, 68, 95.9),
+                    ('e', 69, 80, 99.0),
+                    ('n', 81, 91, 98.8),
+                    ('(', 95, 100, 98.9),
+                    (')', 106, 111, 99.0),
                 ],
-                "v[v",
+                11.3,
+                "v[v.len()",
             ),
-            // A cell apart, or a box misplaced beside a wide letter: both are characters.
-            (&[('n', 0, 99.0), ('(', 13, 98.0), (')', 26, 99.0)], "n()"),
             (
                 &[
-                    ('-', 0, 99.0),
-                    ('V', 13, 90.3),
-                    ('v', 18, 96.6),
-                    ('e', 31, 99.0),
+                    ('-', 85, 95, 98.7),
+                    ('-', 102, 113, 99.0),
+                    ('V', 116, 126, 90.3),
+                    ('v', 118, 135, 96.6),
+                    ('e', 136, 152, 99.0),
+                    ('r', 155, 169, 99.0),
+                    ('b', 172, 187, 99.0),
+                    ('o', 189, 205, 99.0),
+                    ('s', 208, 222, 98.7),
+                    ('e', 225, 239, 99.0),
                 ],
-                "-ve",
+                17.3,
+                "--verbose",
             ),
-            (&[('x', 0, 99.0), ('x', 13, 99.0)], "xx"),
-            (&[('l', 0, 90.0), ('L', 4, 99.0)], "l"),
             (
                 &[
-                    ('E', 0, 99.0),
-                    ('D', 13, 99.0),
-                    ('g', 26, 97.0),
-                    ('G', 30, 90.0),
+                    ('l', 259, 268, 89.1),
+                    ('L', 266, 278, 93.3),
+                    ('i', 283, 296, 98.8),
+                    ('n', 300, 312, 99.0),
+                    ('e', 316, 330, 98.9),
+                    ('s', 334, 346, 99.0),
                 ],
-                "EDG",
+                16.3,
+                "lines",
             ),
-            (&[('A', 0, 99.0), ('P', 7, 99.0), (':', 20, 99.0)], "AP:"),
+            // Squeezed boxes, every cell a character: "one());" and "GAP:".
+            (
+                &[
+                    ('o', 620, 634, 99.0),
+                    ('n', 637, 650, 99.0),
+                    ('e', 653, 668, 98.9),
+                    ('(', 674, 681, 99.0),
+                    (')', 678, 694, 99.0),
+                    (')', 690, 698, 98.9),
+                    (';', 707, 730, 96.0),
+                ],
+                16.8,
+                "one());",
+            ),
+            (
+                &[
+                    ('G', 175, 187, 99.0),
+                    ('A', 188, 201, 99.0),
+                    ('P', 195, 208, 99.0),
+                    (':', 203, 223, 99.0),
+                ],
+                13.5,
+                "GAP:",
+            ),
         ];
-        for (glyphs, want) in cases {
-            let mut w = word(glyphs);
-            drop_doubled(&mut w, 13.0);
-            assert_eq!(w.text, *want);
+        for &(glyphs, pitch, want) in cases {
+            let mut w = RawWord {
+                text: glyphs.iter().map(|c| c.0).collect(),
+                x: glyphs[0].1,
+                y: 0,
+                w: 100,
+                h: 20,
+                conf: 80.0,
+                glyphs: glyphs
+                    .iter()
+                    .map(|&(ch, x0, x1, conf)| Glyph {
+                        ch,
+                        x0,
+                        x1,
+                        y0: 0,
+                        y1: 20,
+                        conf,
+                    })
+                    .collect(),
+            };
+            drop_doubled(&mut w, pitch);
+            assert_eq!(w.text, want);
             assert_eq!(w.glyphs.len(), want.chars().count());
         }
     }
