@@ -179,8 +179,12 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
             let v = (d * 255 / top).min(255);
             // Monospace code and terminal text has one-pixel strokes that anti-aliasing leaves
             // half grey (an underscore, the dot of a ":"), which Tesseract drops: darken them.
-            let v = if line.mono {
+            // (Not the background's own grain: a fill a level or two off its quantised mean
+            // would turn grey, and its edge against the white margin read as a stroke.)
+            let v = if line.mono && v >= 5 {
                 ((v as f64 / 255.0).sqrt() * 255.0) as u32
+            } else if line.mono {
+                0
             } else {
                 v
             };
