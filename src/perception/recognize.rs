@@ -1123,6 +1123,7 @@ fn read_strips(
         for w in &mut words {
             read_once(w);
             glued_pipe(w);
+            by_topology(w, g);
             // Tesseract can score a word 0 whose every character it is sure of (the halves of
             // "crate::geometry::" split at "::"): the characters' word is taken. On a
             // monospace line one character may be less sure ("build-01$" scored 20 for a
@@ -1284,6 +1285,84 @@ fn split_at_spaces(words: Vec<RawWord>, gray: &GrayImage, pitch: f64) -> Vec<Raw
         }
     }
     out
+}
+
+/// A glyph's topology on the strip, ink being darker than `level`: its ink's pieces (specks
+/// aside) and its holes (background shut in by ink).
+fn topology(gray: &GrayImage, g: &Glyph, level: u8) -> (usize, usize) {
+    let (gw, gh) = (gray.width() as i32, gray.height() as i32);
+    // The box with a one-pixel margin, which is background joined to the outside.
+    let (x0, y0) = ((g.x0 - 1).max(0), (g.y0 - 1).max(0));
+    let (x1, y1) = ((g.x1 + 1).min(gw), (g.y1 + 1).min(gh));
+    let (w, h) = ((x1 - x0).max(0) as usize, (y1 - y0).max(0) as usize);
+    if w < 3 || h < 3 {
+        return (0, 0);
+    }
+    let ink = |i: usize| {
+        gray.get_pixel((x0 as usize + i % w) as u32, (y0 as usize + i / w) as u32)[0] < level
+    };
+    let (_, boxes) = components(w, h, ink);
+    let pieces = boxes[1..]
+        .iter()
+        .filter(|b| (b.2 - b.0) + (b.3 - b.1) >= 2)
+        .count();
+    // Background regions, 4-connected (the complement of 8-connected ink), that do not reach
+    // the margin.
+    let mut seen = vec![false; w * h];
+    let mut holes = 0;
+    let mut stack = Vec::new();
+    for start in 0..w * h {
+        if seen[start] || ink(start) {
+            continue;
+        }
+        let (mut open, mut area) = (false, 0);
+        seen[start] = true;
+        stack.push(start);
+        while let Some(i) = stack.pop() {
+            area += 1;
+            let (x, y) = (i % w, i / w);
+            open |= x == 0 || y == 0 || x == w - 1 || y == h - 1;
+            let near = [
+                (x > 0).then(|| i - 1),
+                (x + 1 < w).then(|| i + 1),
+                (y > 0).then(|| i - w),
+                (y + 1 < h).then(|| i + w),
+            ];
+            for j in near.into_iter().flatten() {
+                if !seen[j] && !ink(j) {
+                    seen[j] = true;
+                    stack.push(j);
+                }
+            }
+        }
+        // (A pixel shut in between anti-aliased strokes is no counter.)
+        if !open && area >= 3 {
+            holes += 1;
+        }
+    }
+    (pieces, holes)
+}
+
+/// Characters of one shape but another topology: a "6" with no hole is a "G" ("186G" read
+/// "1866"), a "G" with one a "6". The hole is looked for with grey as ink too (a small 6's
+/// bowl, anti-aliased, is closed only by grey) and without (a G's opening stays open).
+fn by_topology(w: &mut RawWord, gray: &GrayImage) {
+    if !whole(w) {
+        return;
+    }
+    let mut changed = false;
+    for g in &mut w.glyphs {
+        let fixed = match g.ch {
+            '6' if topology(gray, g, 200) == (1, 0) && topology(gray, g, 128).1 == 0 => 'G',
+            'G' if topology(gray, g, 128) == (1, 1) => '6',
+            c => c,
+        };
+        changed |= fixed != g.ch;
+        g.ch = fixed;
+    }
+    if changed {
+        w.text = w.glyphs.iter().map(|g| g.ch).collect();
+    }
 }
 
 /// A "|" glued to lower-case letters or a "." is an "l" Tesseract doubted (the second line of a
@@ -2397,6 +2476,58 @@ mod tests {
             drop_doubled(&mut w, pitch);
             assert_eq!(w.text, want);
             assert_eq!(w.glyphs.len(), want.chars().count());
+        }
+    }
+
+    #[test]
+    fn a_six_has_a_hole_and_a_g_has_none() {
+        // A closed bowl (a "6"), and the same with its right side open above the bar (a
+        // "G"); `grey`: its lower left side only grey, as anti-aliasing leaves a small 6.
+        let glyph = |open: bool, grey: bool| {
+            let mut img = GrayImage::from_pixel(24, 24, image::Luma([255]));
+            for y in 4..20u32 {
+                for x in 4..16u32 {
+                    let edge = x < 6 || x >= 14 || y < 6 || y >= 18;
+                    let gap = open && x >= 14 && (6..11).contains(&y);
+                    if edge && !gap {
+                        img.put_pixel(
+                            x,
+                            y,
+                            image::Luma([if grey && x < 6 && y > 12 { 170 } else { 20 }]),
+                        );
+                    }
+                }
+            }
+            img
+        };
+        let word = |ch: char| RawWord {
+            text: ch.to_string(),
+            x: 4,
+            y: 4,
+            w: 12,
+            h: 16,
+            conf: 90.0,
+            glyphs: vec![Glyph {
+                ch,
+                x0: 4,
+                x1: 16,
+                y0: 4,
+                y1: 20,
+                conf: 90.0,
+            }],
+        };
+        for (open, grey, read, want) in [
+            (false, true, '6', "6"),
+            (false, false, 'G', "6"),
+            // Only grey closes it: not sure enough to call a G a 6.
+            (false, true, 'G', "G"),
+            (true, false, '6', "G"),
+            (true, true, '6', "G"),
+            (true, false, 'G', "G"),
+        ] {
+            let mut w = word(read);
+            by_topology(&mut w, &glyph(open, grey));
+            assert_eq!(w.text, want, "open {open}, read {read}");
         }
     }
 
