@@ -186,6 +186,53 @@ fn one_grid(a: &Piece, b: &Piece, p: f64) -> Option<f64> {
     on_grid(&long, &short, dropped).then_some(long.pitch)
 }
 
+/// A monospace label's text without the spaces Tesseract put where no cell is empty
+/// ("README .md", whose "." stands in a wide cell of its own): between two letters or digits
+/// whose centres are as many cells apart as the characters between them need, there is no
+/// space. `centres` are the label's letters' and digits' centres, in order.
+fn without_false_spaces(text: &str, centres: &[f64], pitch: f64) -> String {
+    if text.chars().filter(|c| c.is_alphanumeric()).count() != centres.len() || pitch <= 0.0 {
+        return text.to_string();
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    // (alphanumeric index of the last letter or digit seen, characters since it)
+    let mut seen: Option<usize> = None;
+    let mut n = 0;
+    for (i, &ch) in chars.iter().enumerate() {
+        if ch == ' ' {
+            let next = chars[i..].iter().position(|c| c.is_alphanumeric());
+            let between = next.map(|k| {
+                chars[i..i + k]
+                    .iter()
+                    .filter(|c| !c.is_whitespace())
+                    .count()
+            });
+            if let (Some(a), Some(k)) = (seen, between) {
+                let (before, after) = (centres[a], centres[a + 1]);
+                let since = chars[..i]
+                    .iter()
+                    .rev()
+                    .take_while(|c| !c.is_alphanumeric())
+                    .filter(|c| !c.is_whitespace())
+                    .count();
+                // (Clearly no more: a box placed a little off must not take a space away.)
+                if (after - before) / pitch <= (k + since + 1) as f64 + 0.2 {
+                    continue;
+                }
+            }
+            out.push(ch);
+            continue;
+        }
+        if ch.is_alphanumeric() {
+            seen = Some(n);
+            n += 1;
+        }
+        out.push(ch);
+    }
+    out
+}
+
 /// Is `a` a gutter (an editor's line number): digits only, set `cells` or more cells before what
 /// follows? (A number inside a line, such as a `ps` PID, joins what is before it first.)
 fn gutter(a: &Piece, cells: f64) -> bool {
@@ -256,6 +303,9 @@ pub fn join(mut pieces: Vec<Piece>, ruled: impl Fn(&Rect) -> bool) -> Vec<(Label
                 .min_by_key(|&j| pieces[j].label.rect.x);
             let Some(j) = next else { break };
             let b = &pieces[j];
+            if cur.label.text.starts_with("modified") {
+                eprintln!("JOIN {:?} {:?} mono={} pitch={:?} | {:?} {:?} mono={} own={:?} c={:?} nearby={:?}", cur.label.text, cur.centres, cur.mono, pitch, b.label.text, b.centres, b.mono, own[j], r, nearby(&r.union(&b.label.rect)).iter().map(|g| (g.pitch, g.phase)).collect::<Vec<_>>());
+            }
             let gap = (b.label.rect.x - r.right()).max(0) as f64;
             let mut candidates: Vec<f64> = pitch.into_iter().chain(own[j]).collect();
             if candidates.is_empty() {
@@ -295,6 +345,25 @@ pub fn join(mut pieces: Vec<Piece>, ruled: impl Fn(&Rect) -> bool) -> Vec<(Label
                             || held(fits(&b.centres, &b.steps, p), last))
                 })
             });
+            // Two long pieces both boxed badly ("modified:   README.md", the ":" and "AD"
+            // squeezed): three in four of each one's centres on the cells of one grid shown
+            // nearby.
+            let found = found.or_else(|| {
+                let mostly = |c: &[f64], g: &Grid| {
+                    let on = c.iter().filter(|&&x| g.off(x) <= CENTRE_TOLERANCE).count();
+                    c.len() >= MIN_STEPS && on * 4 >= c.len() * 3
+                };
+                nearby(&r.union(&b.label.rect))
+                    .into_iter()
+                    .find(|g| {
+                        let cells = gap / g.pitch;
+                        cells <= MAX_GAP_CELLS
+                            && !(first && gutter(&cur, cells))
+                            && mostly(&cur.centres, g)
+                            && mostly(&b.centres, g)
+                    })
+                    .map(|g| g.pitch)
+            });
             let Some(p) = found else { break };
             let gap_rect = Rect::new(
                 r.right(),
@@ -327,6 +396,9 @@ pub fn join(mut pieces: Vec<Piece>, ruled: impl Fn(&Rect) -> bool) -> Vec<(Label
                 }));
         if cur.symbols && !mono {
             continue;
+        }
+        if let (true, Some(p)) = (mono, pitch) {
+            cur.label.text = without_false_spaces(&cur.label.text, &cur.centres, p);
         }
         out.push((cur.label, mono));
     }
@@ -467,6 +539,70 @@ mod tests {
         // Without the line nearby, nothing shows the grid: the pieces stay apart.
         let got = join(vec![mono("$", 0, 117, p), mono("ps", 2, 117, p)], |_| false);
         assert_eq!(texts(&got), vec![("$", false), ("ps", false)]);
+    }
+
+    #[test]
+    fn two_badly_boxed_pieces_on_a_grid_nearby_join() {
+        let p = 8.44;
+        // "modified:   README.md" under a line that shows the pane's grid; Tesseract squeezed
+        // "ed:" and boxed "AD" across each other: two in eight centres off the cells.
+        let squeeze = |mut piece: Piece, at: &[usize]| {
+            for &k in at {
+                piece.centres[k] += p * 0.45;
+            }
+            piece.steps.clear();
+            piece.letter_steps.clear();
+            piece
+        };
+        let grid = mono("Changes not staged for commit:", 0, 83, p);
+        let pieces = || {
+            vec![
+                grid.clone(),
+                squeeze(mono("modified", 8, 100, p), &[6, 7]),
+                squeeze(mono("READMEmd", 20, 100, p), &[2, 3]),
+            ]
+        };
+        let got = join(pieces(), |_| false);
+        assert_eq!(
+            texts(&got),
+            vec![
+                ("Changes not staged for commit:", true),
+                ("modified READMEmd", true)
+            ]
+        );
+        // Half the centres off: no grid holds them.
+        let mut v = pieces();
+        v[2] = squeeze(mono("READMEmd", 20, 100, p), &[1, 2, 3, 5]);
+        assert_eq!(join(v, |_| false).len(), 3);
+    }
+
+    #[test]
+    fn a_space_where_no_cell_is_empty_is_none() {
+        let p = 8.0;
+        // Letters' and digits' centres at these cells.
+        let at = |cells: &[f64]| -> Vec<f64> { cells.iter().map(|c| c * p + 4.0).collect() };
+        let cases: &[(&str, &[f64], &str)] = &[
+            // "README.md": the "." has a cell of its own, and no space is left for.
+            (
+                "README .md",
+                &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 8.0],
+                "README.md",
+            ),
+            // "ls .config": a cell for the space and one for the ".".
+            (
+                "ls .config",
+                &[0.0, 1.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],
+                "ls .config",
+            ),
+            // "or directory" boxed a third of a cell short: a space, placed loosely.
+            ("or d", &[0.0, 1.0, 2.34], "or d"),
+            ("or d", &[0.0, 1.0, 2.1], "ord"),
+            // Centres that do not match the text's letters: left as it is.
+            ("README .md", &[0.0, 1.0], "README .md"),
+        ];
+        for (text, cells, want) in cases {
+            assert_eq!(without_false_spaces(text, &at(cells), p), *want, "{text}");
+        }
     }
 
     #[test]

@@ -2487,7 +2487,7 @@ mod tests {
             let mut img = GrayImage::from_pixel(24, 24, image::Luma([255]));
             for y in 4..20u32 {
                 for x in 4..16u32 {
-                    let edge = x < 6 || x >= 14 || y < 6 || y >= 18;
+                    let edge = !(6..14).contains(&x) || !(6..18).contains(&y);
                     let gap = open && x >= 14 && (6..11).contains(&y);
                     if edge && !gap {
                         img.put_pixel(
