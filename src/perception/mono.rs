@@ -303,7 +303,6 @@ pub fn join(mut pieces: Vec<Piece>, ruled: impl Fn(&Rect) -> bool) -> Vec<(Label
                 .min_by_key(|&j| pieces[j].label.rect.x);
             let Some(j) = next else { break };
             let b = &pieces[j];
-            if cur.label.text.starts_with("modified") {}
             let gap = (b.label.rect.x - r.right()).max(0) as f64;
             let mut candidates: Vec<f64> = pitch.into_iter().chain(own[j]).collect();
             if candidates.is_empty() {
