@@ -12,6 +12,7 @@
 //! - `desk`: the tool host (`observe`/`act`/`done`), the packet, verification, confirmation.
 //! - `agent`: the one policy, the loop that drives a host, the offline planner, the registry.
 //! - `voice`: the local voice (a narration sink).
+//! - `realtime`: the realtime models' wire formats (Gemini Live, OpenAI Realtime).
 //!
 //! The command line (`src/cli/`, in the binary) sits on top: one file per command.
 
@@ -23,6 +24,7 @@ pub mod geometry;
 pub mod input;
 pub mod perception;
 pub mod private;
+pub mod realtime;
 pub mod record;
 pub mod safety;
 pub mod screen;

@@ -61,7 +61,14 @@ const RUN_PKGS: &[&str] = &[
     "pulseaudio-utils",
     "alsa-utils",
     "libasound2-plugins",
+    // The realtime clients' frames are checked against the providers' own SDK types
+    // (tests/sdk/validate_frames.py) in a venv of their pinned versions.
+    "python3-venv",
 ];
+
+/// The official SDKs whose types judge the frames voxdesk sends (the versions
+/// `../shared/realtime-protocols.md` was written against).
+const SDKS: &[&str] = &["google-genai==3.6.1", "openai==3.57.0"];
 /// Packages to render the UI fixtures (headless Chromium and the fonts the pages name).
 const FIXTURE_PKGS: &[&str] = &["chromium", "fonts-dejavu-core", "fonts-liberation2"];
 
@@ -398,9 +405,13 @@ fn test(extra: &[String]) -> Result<()> {
     ensure_packages(&[BUILD_PKGS, RUN_PKGS].concat())?;
     // Build first, outside the rig: a long compile should not hold a display.
     run(cargo().args(["test", "--workspace", "--no-run"]))?;
+    let python = sdk_venv()?;
+    let frames = root().join("target/realtime-frames.jsonl");
+    let _ = std::fs::remove_file(&frames);
     let rig = Rig::start()?;
     let mut c = rig.cmd(&std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.current_dir(root())
+        .env("VOXDESK_FRAME_DUMP", &frames)
         .args(["test", "--workspace"])
         .args(extra);
     let st = c.status().context("running cargo test")?;
@@ -408,7 +419,41 @@ fn test(extra: &[String]) -> Result<()> {
     if !st.success() {
         bail!("tests failed ({st})");
     }
+    // Every frame the tests sent, judged by the SDKs' own types. (A filtered run may have sent
+    // none.)
+    if frames.exists() {
+        run(Command::new(&python)
+            .arg(root().join("tests/sdk/validate_frames.py"))
+            .arg(&frames))
+        .context("frames the realtime clients send do not validate against the SDK types")?;
+    } else if extra.is_empty() {
+        bail!("no realtime frames were dumped to {}", frames.display());
+    }
     Ok(())
+}
+
+/// A venv holding the pinned SDKs (made once, under target/): its python.
+fn sdk_venv() -> Result<PathBuf> {
+    let venv = root().join("target/sdk-venv");
+    let python = venv.join("bin/python");
+    let stamp = venv.join("voxdesk-sdks.txt");
+    let want = SDKS.join("\n");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(want.as_str()) {
+        return Ok(python);
+    }
+    // Debian's python3 (python3-venv), whatever else is first on PATH.
+    let base = ["/usr/bin/python3", "python3"]
+        .into_iter()
+        .find(|p| Command::new(p).arg("--version").output().is_ok())
+        .unwrap_or("python3");
+    run(Command::new(base).args(["-m", "venv", "--clear"]).arg(&venv))
+        .context("making the SDK venv (apt-get install python3-venv)")?;
+    run(Command::new(&python)
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+        .args(SDKS))
+    .context("installing the providers' SDKs from PyPI")?;
+    std::fs::write(&stamp, want)?;
+    Ok(python)
 }
 
 /// The demo: xcalc on a private desktop, one observation, the annotated picture written.
