@@ -446,10 +446,18 @@ fn sdk_venv() -> Result<PathBuf> {
         .into_iter()
         .find(|p| Command::new(p).arg("--version").output().is_ok())
         .unwrap_or("python3");
-    run(Command::new(base).args(["-m", "venv", "--clear"]).arg(&venv))
-        .context("making the SDK venv (apt-get install python3-venv)")?;
+    run(Command::new(base)
+        .args(["-m", "venv", "--clear"])
+        .arg(&venv))
+    .context("making the SDK venv (apt-get install python3-venv)")?;
     run(Command::new(&python)
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
         .args(SDKS))
     .context("installing the providers' SDKs from PyPI")?;
     std::fs::write(&stamp, want)?;
