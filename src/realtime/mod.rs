@@ -2,10 +2,12 @@
 //!
 //! Layers, as the providers' SDKs keep them: transport (frames on a socket) → wire (this
 //! module's `gemini` and `openai`: encode strictly, decode leniently into events) → session
-//! (events to the desk and the speaker). Only the wire layer exists so far.
+//! (events to the desk and the speaker). The wire layer and `turns` (the audio fence and the
+//! tool calls' bookkeeping, pure) exist so far.
 
 pub mod gemini;
 pub mod openai;
+pub mod turns;
 
 #[cfg(test)]
 mod golden;

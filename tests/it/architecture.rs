@@ -125,6 +125,7 @@ fn pure_cores_touch_no_files_processes_threads_or_clocks() {
         "perception/tracker.rs",
         "realtime/gemini.rs",
         "realtime/openai.rs",
+        "realtime/turns.rs",
     ];
     let impure = [
         "std::fs",
