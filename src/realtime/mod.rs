@@ -5,6 +5,7 @@
 //! (events to the desk and the speaker). The wire layer and `turns` (the audio fence and the
 //! tool calls' bookkeeping, pure) exist so far.
 
+pub mod endpoint;
 pub mod gemini;
 pub mod openai;
 pub mod turns;

@@ -126,6 +126,7 @@ fn pure_cores_touch_no_files_processes_threads_or_clocks() {
         "realtime/gemini.rs",
         "realtime/openai.rs",
         "realtime/turns.rs",
+        "realtime/endpoint.rs",
     ];
     let impure = [
         "std::fs",
