@@ -217,14 +217,16 @@ mod tests {
     #[test]
     fn the_base_comes_from_flag_env_config_or_default_and_gets_the_documented_path() {
         let gem = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent";
-        let cases: &[(
+        // (provider, flag, environment, config, base wanted, its source)
+        type Case<'a> = (
             Provider,
-            Option<&str>,
-            &[(&str, &str)],
-            Option<&str>,
-            &str,
+            Option<&'a str>,
+            &'a [(&'a str, &'a str)],
+            Option<&'a str>,
+            &'a str,
             Source,
-        )] = &[
+        );
+        let cases: &[Case] = &[
             (
                 Provider::Gemini,
                 None,
