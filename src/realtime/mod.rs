@@ -8,6 +8,7 @@
 pub mod endpoint;
 pub mod gemini;
 pub mod openai;
+pub mod transport;
 pub mod turns;
 
 #[cfg(test)]

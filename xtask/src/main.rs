@@ -21,6 +21,8 @@ const BUILD_PKGS: &[&str] = &[
     "pkg-config",
     "libx11-dev",
     "libxcb1-dev",
+    // wss:// for the realtime models (tokio-tungstenite's native-tls: OpenSSL).
+    "libssl-dev",
 ];
 /// Packages to run it and its tests on a virtual desktop. Installed without recommends, so what
 /// a program loads at run time and only recommends (fonts above all) is named here too.
