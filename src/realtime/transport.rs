@@ -128,7 +128,9 @@ mod tests {
     use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 
     /// A loopback server: records the upgrade request's path and key header, answers the first
-    /// frame with a Binary `setupComplete`, then a Text one, then closes with 1000.
+    /// frame with a Binary `setupComplete`, then a Text one, then closes with 1000. (The
+    /// handshake callback's error type is tungstenite's, large by its design.)
+    #[allow(clippy::result_large_err)]
     async fn server() -> (String, Arc<Mutex<Vec<String>>>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
