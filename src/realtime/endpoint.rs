@@ -1,7 +1,7 @@
 //! Where a realtime session connects and with which key: the endpoint's base (flag, environment, config or the provider's own) with the documented path appended, `ws://` only to a loopback address, and the API key from the environment, never shown.
 
+use core::net::IpAddr;
 use std::fmt;
-use std::net::IpAddr;
 
 use crate::config::Source;
 
