@@ -8,6 +8,7 @@
 pub mod endpoint;
 pub mod gemini;
 pub mod openai;
+pub mod profile;
 pub mod transport;
 pub mod turns;
 

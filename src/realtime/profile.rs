@@ -1,0 +1,209 @@
+//! A deployment's profile (`models/<provider>/<model>.toml`): provider, model, API version, audio rates, picture and session limits, default voice, and the measured capability record that decides whether the model is ever sent a picture.
+
+use serde::Deserialize;
+
+use super::endpoint::Provider;
+
+/// What a model was measured to do with a picture of the screen (`voxdesk probe`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Vision {
+    /// It finds the numbered boxes in the picture.
+    NativeVisionGrounding,
+    /// It describes the picture but does not ground on it.
+    DescribeOnly,
+    /// The deployment rejects images.
+    ImageRejected,
+    /// Not measured: no picture is sent.
+    Unknown,
+}
+
+/// The capability record.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capability {
+    pub vision: Vision,
+    /// The date it was measured (ISO 8601), empty when never.
+    #[serde(default)]
+    pub measured: String,
+}
+
+/// Picture limits for this deployment.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageLimits {
+    pub max_width: u32,
+    pub max_height: u32,
+    pub jpeg_quality: u8,
+}
+
+/// Session limits as documented for this deployment.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionLimits {
+    /// How long one connection lasts before the server ends it (Gemini sends `goAway` first).
+    pub connection_minutes: u32,
+    /// How long a session lasts (with context compression, Gemini's is unlimited: 0).
+    pub session_minutes: u32,
+}
+
+/// One deployment's profile.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub provider: String,
+    pub model: String,
+    /// Gemini's API version (`v1beta` unless the profile says otherwise); unused by OpenAI.
+    #[serde(default = "default_version")]
+    pub api_version: String,
+    /// The endpoint's base, when the deployment is not the provider's own.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    pub input_rate: u32,
+    pub output_rate: u32,
+    pub voice: String,
+    pub image: ImageLimits,
+    pub session: SessionLimits,
+    pub capability: Capability,
+}
+
+fn default_version() -> String {
+    "v1beta".into()
+}
+
+/// Why a profile cannot be used: one line naming the fix.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProfileError {
+    #[error("no profile for {provider} model {model:?}: add models/{provider}/{model}.toml (see models/README.md)")]
+    Missing { provider: String, model: String },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+impl Profile {
+    /// Parse a profile and check it belongs where it was found and is usable.
+    pub fn parse(path: &str, text: &str, provider: Provider) -> Result<Profile, ProfileError> {
+        let invalid = |message: String| ProfileError::Invalid {
+            path: path.into(),
+            message,
+        };
+        let p: Profile = toml::from_str(text).map_err(|e| invalid(e.message().to_string()))?;
+        if p.provider != provider.name() {
+            return Err(invalid(format!(
+                "provider is {:?}, not {:?}",
+                p.provider,
+                provider.name()
+            )));
+        }
+        let rates_ok = match provider {
+            // OpenAI's audio/pcm is 24 kHz only, both ways.
+            Provider::OpenAi => p.input_rate == 24_000 && p.output_rate == 24_000,
+            Provider::Gemini => p.input_rate == 16_000 && p.output_rate == 24_000,
+        };
+        if !rates_ok {
+            return Err(invalid(format!(
+                "audio rates {} in / {} out are not the provider's",
+                p.input_rate, p.output_rate
+            )));
+        }
+        if p.image.max_width == 0
+            || p.image.max_height == 0
+            || !(1..=100).contains(&p.image.jpeg_quality)
+        {
+            return Err(invalid(
+                "image limits must be positive, quality 1-100".into(),
+            ));
+        }
+        Ok(p)
+    }
+
+    /// May observations carry the annotated picture? Only when measured to help.
+    pub fn sends_pictures(&self) -> bool {
+        matches!(
+            self.capability.vision,
+            Vision::NativeVisionGrounding | Vision::DescribeOnly
+        )
+    }
+}
+
+/// The profile for `provider`/`model` from the `models/` directory.
+pub fn load(
+    dir: &std::path::Path,
+    provider: Provider,
+    model: &str,
+) -> Result<Profile, ProfileError> {
+    let missing = || ProfileError::Missing {
+        provider: provider.name().into(),
+        model: model.into(),
+    };
+    // A model name is a file name here: nothing that climbs out of models/.
+    if model.is_empty() || model.contains(['/', '\\']) || model.starts_with('.') {
+        return Err(missing());
+    }
+    let path = dir.join(provider.name()).join(format!("{model}.toml"));
+    let text = std::fs::read_to_string(&path).map_err(|_| missing())?;
+    let p = Profile::parse(&path.display().to_string(), &text, provider)?;
+    if p.model != model {
+        return Err(ProfileError::Invalid {
+            path: path.display().to_string(),
+            message: format!("model is {:?}, not {model:?}", p.model),
+        });
+    }
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn models() -> &'static Path {
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/models"))
+    }
+
+    #[test]
+    fn the_shipped_profiles_load_and_send_no_picture_until_measured() {
+        for (provider, model) in [
+            (Provider::Gemini, "gemini-3.8-live"),
+            (Provider::OpenAi, "gpt-realtime"),
+        ] {
+            let p = load(models(), provider, model).unwrap();
+            assert_eq!(p.model, model);
+            assert_eq!(p.capability.vision, Vision::Unknown);
+            assert!(!p.sends_pictures());
+        }
+    }
+
+    #[test]
+    fn a_missing_or_wrong_profile_is_one_line_naming_the_fix() {
+        let e = load(models(), Provider::Gemini, "gemini-9").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "no profile for gemini model \"gemini-9\": add models/gemini/gemini-9.toml (see models/README.md)"
+        );
+        assert!(matches!(
+            load(models(), Provider::Gemini, "../gemini/gemini-3.8-live"),
+            Err(ProfileError::Missing { .. })
+        ));
+        let good = std::fs::read_to_string(models().join("openai/gpt-realtime.toml")).unwrap();
+        let cases = [
+            good.replace("input_rate = 24000", "input_rate = 16000"),
+            good.replace("provider = \"openai\"", "provider = \"gemini\""),
+            good.replace("voice =", "colour = \"red\"\nvoice ="),
+            good.replace("vision = \"unknown\"", "vision = \"sees-all\""),
+            "not = [toml".to_string(),
+        ];
+        for text in cases {
+            let e = Profile::parse("p.toml", &text, Provider::OpenAi).unwrap_err();
+            assert!(matches!(e, ProfileError::Invalid { .. }), "{text}");
+            assert!(!e.to_string().contains('\n'), "{e}");
+        }
+        let seen = good.replace(
+            "vision = \"unknown\"",
+            "vision = \"native-vision-grounding\"",
+        );
+        assert!(Profile::parse("p.toml", &seen, Provider::OpenAi)
+            .unwrap()
+            .sends_pictures());
+    }
+}
