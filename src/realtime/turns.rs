@@ -1,4 +1,4 @@
-//! The bookkeeping a realtime session keeps between the wire and the desk, pure: which of the model's audio may still play (the fence against an interrupted turn's late chunks) and which tool calls are pending, dispatched or answered (each once).
+//! The bookkeeping a realtime session keeps between the wire and the desk, pure: which of the model's audio may still play (the fence against an interrupted turn's late chunks), how much of each audio item was actually played (for OpenAI's truncate), and which tool calls are pending, dispatched or answered (each once).
 
 use std::collections::{HashSet, VecDeque};
 
@@ -40,6 +40,62 @@ impl Fence {
     /// May this OpenAI audio delta play?
     pub fn openai_plays(&self, response_id: &str) -> bool {
         !self.cut_responses.contains(response_id)
+    }
+}
+
+/// How much of each assistant audio item was received and how much actually played, so an
+/// interruption truncates the server's copy at what the person heard: the speaker reports the
+/// samples it played, item by item, in the order they were queued. One response may hold several
+/// audio items (a preamble, then the answer); each is counted apart.
+#[derive(Debug, Default)]
+pub struct Played {
+    /// (item id, samples received, samples played), in queue order.
+    items: Vec<(String, u64, u64)>,
+    rate: u32,
+}
+
+impl Played {
+    pub fn new(rate: u32) -> Played {
+        Played {
+            items: Vec::new(),
+            rate,
+        }
+    }
+
+    /// `samples` of `item` were queued for the speaker.
+    pub fn received(&mut self, item: &str, samples: u64) {
+        match self.items.iter_mut().find(|i| i.0 == item) {
+            Some(i) => i.1 += samples,
+            None => self.items.push((item.to_string(), samples, 0)),
+        }
+    }
+
+    /// The speaker played `samples` more, from the oldest item not yet fully played on.
+    pub fn played(&mut self, mut samples: u64) {
+        for i in &mut self.items {
+            let left = i.1 - i.2;
+            let take = left.min(samples);
+            i.2 += take;
+            samples -= take;
+            if samples == 0 {
+                break;
+            }
+        }
+    }
+
+    /// The item being heard now (the oldest not fully played), and the milliseconds of it
+    /// played: what an interruption truncates it at. `None` when everything queued was played.
+    pub fn playing(&self) -> Option<(&str, f64, f64)> {
+        let ms = |n: u64| n as f64 * 1000.0 / self.rate.max(1) as f64;
+        self.items
+            .iter()
+            .find(|i| i.2 < i.1)
+            .map(|i| (i.0.as_str(), ms(i.2), ms(i.1)))
+    }
+
+    /// The queue was flushed (an interruption): nothing more of these items will play.
+    pub fn clear(&mut self) {
+        self.items.clear();
     }
 }
 
@@ -172,6 +228,26 @@ mod tests {
         assert!(!f.openai_plays("r1"));
         assert!(f.openai_plays("r2"));
         assert!(f.openai_plays(""));
+    }
+
+    #[test]
+    fn played_audio_is_counted_per_item_in_queue_order() {
+        let mut p = Played::new(24_000);
+        assert_eq!(p.playing(), None);
+        p.received("preamble", 2_400);
+        p.received("answer", 24_000);
+        p.received("answer", 24_000);
+        p.played(1_200);
+        assert_eq!(p.playing(), Some(("preamble", 50.0, 100.0)));
+        // The preamble ends; 0.5 s of the answer plays.
+        p.played(1_200 + 12_000);
+        assert_eq!(p.playing(), Some(("answer", 500.0, 2000.0)));
+        // The speaker cannot have played more than it was given.
+        p.played(1_000_000);
+        assert_eq!(p.playing(), None);
+        p.received("next", 480);
+        p.clear();
+        assert_eq!(p.playing(), None);
     }
 
     #[test]
