@@ -317,6 +317,27 @@ type InkBox = (i32, i32, i32, i32);
 /// pixel's component (0 for none; components count from 1) and each component's box (box 0
 /// stands for none).
 fn components(w: usize, h: usize, ink: impl Fn(usize) -> bool) -> (Vec<u32>, Vec<InkBox>) {
+    const EIGHT: [(i32, i32); 8] = [
+        (-1, -1),
+        (0, -1),
+        (1, -1),
+        (-1, 0),
+        (1, 0),
+        (-1, 1),
+        (0, 1),
+        (1, 1),
+    ];
+    connected(w, h, ink, &EIGHT)
+}
+
+/// The components of the picked pixels, joined across `neighbours` (8 for ink; 4 for the
+/// background between 8-connected ink, its complement).
+fn connected(
+    w: usize,
+    h: usize,
+    ink: impl Fn(usize) -> bool,
+    neighbours: &[(i32, i32)],
+) -> (Vec<u32>, Vec<InkBox>) {
     let mut label = vec![0u32; w * h];
     let mut boxes: Vec<InkBox> = vec![(0, 0, 0, 0)];
     let mut stack = Vec::new();
@@ -331,16 +352,7 @@ fn components(w: usize, h: usize, ink: impl Fn(usize) -> bool) -> (Vec<u32>, Vec
         stack.push((sx, sy));
         while let Some((x, y)) = stack.pop() {
             b = (b.0.min(x), b.1.min(y), b.2.max(x), b.3.max(y));
-            for (dx, dy) in [
-                (-1, -1),
-                (0, -1),
-                (1, -1),
-                (-1, 0),
-                (1, 0),
-                (-1, 1),
-                (0, 1),
-                (1, 1),
-            ] {
+            for &(dx, dy) in neighbours {
                 let (nx, ny) = (x + dx, y + dy);
                 if nx >= 0 && ny >= 0 && nx < w as i32 && ny < h as i32 {
                     let k = ny as usize * w + nx as usize;
@@ -1307,39 +1319,15 @@ fn topology(gray: &GrayImage, g: &Glyph, level: u8) -> (usize, usize) {
         .filter(|b| (b.2 - b.0) + (b.3 - b.1) >= 2)
         .count();
     // Background regions, 4-connected (the complement of 8-connected ink), that do not reach
-    // the margin.
-    let mut seen = vec![false; w * h];
-    let mut holes = 0;
-    let mut stack = Vec::new();
-    for start in 0..w * h {
-        if seen[start] || ink(start) {
-            continue;
-        }
-        let (mut open, mut area) = (false, 0);
-        seen[start] = true;
-        stack.push(start);
-        while let Some(i) = stack.pop() {
-            area += 1;
-            let (x, y) = (i % w, i / w);
-            open |= x == 0 || y == 0 || x == w - 1 || y == h - 1;
-            let near = [
-                (x > 0).then(|| i - 1),
-                (x + 1 < w).then(|| i + 1),
-                (y > 0).then(|| i - w),
-                (y + 1 < h).then(|| i + w),
-            ];
-            for j in near.into_iter().flatten() {
-                if !seen[j] && !ink(j) {
-                    seen[j] = true;
-                    stack.push(j);
-                }
-            }
-        }
-        // (A pixel shut in between anti-aliased strokes is no counter.)
-        if !open && area >= 3 {
-            holes += 1;
-        }
-    }
+    // the margin. (Three pixels at least: one shut in between anti-aliased strokes is no
+    // counter; a 4-connected region of three or more spans two pixels or more.)
+    let (_, regions) = connected(w, h, |i| !ink(i), &[(0, -1), (-1, 0), (1, 0), (0, 1)]);
+    let (mx, my) = (w as i32 - 1, h as i32 - 1);
+    let holes = regions[1..]
+        .iter()
+        .filter(|b| b.0 > 0 && b.1 > 0 && b.2 < mx && b.3 < my)
+        .filter(|b| (b.2 - b.0) + (b.3 - b.1) >= 2)
+        .count();
     (pieces, holes)
 }
 

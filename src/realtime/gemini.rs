@@ -7,6 +7,8 @@
 use std::time::Duration;
 
 use base64::Engine;
+
+use super::decode_base64;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -445,14 +447,6 @@ fn audio_rate(mime: &str) -> Option<u32> {
         .find_map(|p| p.strip_prefix("rate="))
         .map_or(Some(24_000), |r| r.parse().ok())?;
     (rate > 0).then_some(rate)
-}
-
-/// Standard or URL-safe base64, padded or not (the server may use either).
-pub fn decode_base64(s: &str) -> Option<Vec<u8>> {
-    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
-    [STANDARD, URL_SAFE, STANDARD_NO_PAD, URL_SAFE_NO_PAD]
-        .iter()
-        .find_map(|e| e.decode(s).ok())
 }
 
 /// A protobuf Duration string ("50s", "1.5s").

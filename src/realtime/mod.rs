@@ -32,3 +32,12 @@ pub fn desk_functions() -> Vec<(String, String, Value)> {
         })
         .collect()
 }
+
+/// Standard or URL-safe base64, padded or not (servers may use either; both SDKs accept both).
+pub fn decode_base64(s: &str) -> Option<Vec<u8>> {
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    use base64::Engine;
+    [STANDARD, URL_SAFE, STANDARD_NO_PAD, URL_SAFE_NO_PAD]
+        .iter()
+        .find_map(|e| e.decode(s).ok())
+}

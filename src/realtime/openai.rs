@@ -271,11 +271,10 @@ pub fn decode(frame: &[u8]) -> Result<ServerEvent, DecodeError> {
         // (The beta name, which Azure may still send.)
         "response.output_audio.delta" | "response.audio.delta" => {
             let a: Audio = serde_json::from_value(v.clone()).map_err(field)?;
-            let bytes =
-                super::gemini::decode_base64(&a.delta).ok_or_else(|| DecodeError::Field {
-                    kind: kind.clone(),
-                    message: "delta is not base64".into(),
-                })?;
+            let bytes = super::decode_base64(&a.delta).ok_or_else(|| DecodeError::Field {
+                kind: kind.clone(),
+                message: "delta is not base64".into(),
+            })?;
             ServerEvent::Audio {
                 response_id: a.response_id,
                 item_id: a.item_id,
