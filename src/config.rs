@@ -73,10 +73,22 @@ pub struct Stop {
     pub hold_ms: u64,
 }
 
+/// The realtime models: which model each provider uses and where it is reached (none by
+/// default: voxdesk picks no model for you), and the words that halt actions when spoken.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Realtime {
+    pub gemini_model: Option<String>,
+    pub openai_model: Option<String>,
+    pub gemini_url: Option<String>,
+    pub openai_url: Option<String>,
+    pub stop_words: Vec<String>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub rails: Rails,
     pub stop: Stop,
+    pub realtime: Realtime,
     pub lock_lease_ms: u64,
     /// Keep a screenshot of every step in the session record (the desktop as it was: private).
     pub record_screenshots: bool,
@@ -177,6 +189,10 @@ impl Default for Settings {
                 combo: parse_combo("ctrl+alt+escape").expect("valid"),
                 hold_ms: 300,
             },
+            realtime: Realtime {
+                stop_words: vec!["stop".into(), "cancel".into()],
+                ..Realtime::default()
+            },
             lock_lease_ms: 5000,
             record_screenshots: true,
         }
@@ -206,6 +222,11 @@ pub const KEYS: &[&str] = &[
     "stop.hold_ms",
     "lock.lease_ms",
     "record.screenshots",
+    "realtime.gemini_model",
+    "realtime.openai_model",
+    "realtime.gemini_url",
+    "realtime.openai_url",
+    "realtime.stop_words",
 ];
 
 /// `$XDG_CONFIG_HOME/voxdesk/config.toml` (via `directories`).
@@ -411,6 +432,17 @@ fn apply(s: &mut Settings, key: &str, v: &Raw) -> Result<(), String> {
         "stop.hold_ms" => s.stop.hold_ms = v.uint(50..=5000)?,
         "lock.lease_ms" => s.lock_lease_ms = v.uint(500..=600_000)?,
         "record.screenshots" => s.record_screenshots = v.boolean()?,
+        "realtime.gemini_model" => s.realtime.gemini_model = Some(v.string()?),
+        "realtime.openai_model" => s.realtime.openai_model = Some(v.string()?),
+        "realtime.gemini_url" => s.realtime.gemini_url = Some(v.string()?),
+        "realtime.openai_url" => s.realtime.openai_url = Some(v.string()?),
+        "realtime.stop_words" => {
+            let words = v.strings()?;
+            if words.is_empty() {
+                return Err("must name at least one word (a voice with no stop word cannot be stopped by voice)".into());
+            }
+            s.realtime.stop_words = words.iter().map(|w| w.to_lowercase()).collect();
+        }
         other => return Err(format!("is not a setting ({other})")),
     }
     Ok(())
@@ -470,6 +502,19 @@ impl Loaded {
                 "stop.hold_ms" => s.stop.hold_ms.to_string(),
                 "lock.lease_ms" => s.lock_lease_ms.to_string(),
                 "record.screenshots" => s.record_screenshots.to_string(),
+                "realtime.gemini_model" => {
+                    format!("{:?}", s.realtime.gemini_model.as_deref().unwrap_or(""))
+                }
+                "realtime.openai_model" => {
+                    format!("{:?}", s.realtime.openai_model.as_deref().unwrap_or(""))
+                }
+                "realtime.gemini_url" => {
+                    format!("{:?}", s.realtime.gemini_url.as_deref().unwrap_or(""))
+                }
+                "realtime.openai_url" => {
+                    format!("{:?}", s.realtime.openai_url.as_deref().unwrap_or(""))
+                }
+                "realtime.stop_words" => list(&s.realtime.stop_words),
                 _ => String::new(),
             };
             out.push_str(&format!(

@@ -51,12 +51,16 @@ enum Cmd {
     Doctor,
     /// Run a task with the loop: observe, plan, act, verify, until done or stopped.
     Run {
-        /// Only `local` (the offline planner) exists so far.
+        /// local (the offline planner), gemini (Gemini Live) or openai (OpenAI Realtime).
         #[arg(long, default_value = "local")]
         provider: String,
-        /// The provider's model; `local` has one, `offline-planner`.
+        /// The provider's model: `local` has one; gemini and openai need it named (here or in
+        /// the config), e.g. gemini-3.8-live, gpt-realtime.
         #[arg(long)]
         model: Option<String>,
+        /// The realtime endpoint's base (scheme, host, port); the documented path is added.
+        #[arg(long, value_name = "URL")]
+        endpoint: Option<String>,
         #[arg(long)]
         mode: Option<String>,
         /// Print narration only, do not speak.
@@ -236,6 +240,7 @@ fn run(cli: Cli) -> Result<Exit> {
         Cmd::Run {
             provider,
             model,
+            endpoint,
             mode,
             quiet,
             narration_wav,
@@ -245,6 +250,7 @@ fn run(cli: Cli) -> Result<Exit> {
             cli::run::RunArgs {
                 provider,
                 model,
+                endpoint,
                 mode,
                 quiet,
                 narration_wav,

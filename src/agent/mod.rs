@@ -30,6 +30,8 @@ pub enum What {
     Call(ToolCall),
     /// No call makes sense on this screen (a missing or ambiguous label): no progress.
     Stuck(String),
+    /// The driver cannot go on (the model unreachable, a spoken stop): the session ends so.
+    End(Status, String),
 }
 
 /// Anything that plans by calling the desk's tools.
@@ -38,8 +40,11 @@ pub trait Driver {
     fn model(&self) -> &str;
     /// The task as the driver decomposed it (for the packet and the record).
     fn decomposition(&self) -> Vec<String>;
-    /// The next move, given the result of the last call.
-    fn next(&mut self, last: &ToolResult) -> Move;
+    /// The next move, given the result of the last call. A driver that waits (on a model) may
+    /// `tell` events meanwhile: what was heard and said, that the model is unreachable.
+    fn next(&mut self, last: &ToolResult, tell: &mut dyn FnMut(Event)) -> Move;
+    /// The session ended (by `done`, the policy, a stop): the driver learns how, once.
+    fn ended(&mut self, _ending: &Ending) {}
 }
 
 /// How a task ended.
@@ -73,7 +78,7 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
         if let Some(Next::End { status, summary }) = policy.gate() {
             break (status, summary);
         }
-        let mv = driver.next(&last);
+        let mv = driver.next(&last, &mut |e| host.emit(e));
         for s in &mv.say {
             host.emit(Event::Narration { text: s.clone() });
         }
@@ -127,6 +132,7 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
                     Next::End { status, summary } => break (status, summary),
                 }
             }
+            What::End(status, summary) => break (status, summary),
             What::Stuck(why) => {
                 policy.stuck(&why);
                 host.not_planned(&why);
@@ -142,11 +148,13 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
         text: summary.clone(),
     });
     host.end(status, &summary);
-    Ending {
+    let ending = Ending {
         status,
         summary,
         transcript: policy.transcript().to_vec(),
-    }
+    };
+    driver.ended(&ending);
+    ending
 }
 
 /// What voxdesk itself says about a result, whoever drives: refusals and unanswered questions.

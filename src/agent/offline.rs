@@ -10,6 +10,7 @@ use crate::action::{parse_combo, Action, Batch, Combo, Direction, Expect, Pos};
 use crate::desk::tool::{ActStatus, ObservationView, ToolCall, ToolResult};
 use crate::desk::verify::Verdict;
 use crate::perception::Target;
+use crate::record::events::Event;
 use crate::screen::text::label_matches;
 
 /// One step of the task, before it is bound to targets on a screen.
@@ -515,7 +516,7 @@ impl Driver for LocalPlanner {
     fn decomposition(&self) -> Vec<String> {
         self.intents.iter().map(|i| format!("{i:?}")).collect()
     }
-    fn next(&mut self, last: &ToolResult) -> Move {
+    fn next(&mut self, last: &ToolResult, _: &mut dyn FnMut(Event)) -> Move {
         let observe = |say| Move {
             say,
             plan: String::new(),

@@ -8,13 +8,31 @@ pub struct Provider {
     pub name: &'static str,
     pub models: &'static [&'static str],
     pub about: &'static str,
+    /// A realtime model over the network: its model is always named (flag or config), and a
+    /// deployment of the user's own may name a model not listed here (its profile decides).
+    pub realtime: bool,
 }
 
-pub const PROVIDERS: &[Provider] = &[Provider {
-    name: "local",
-    models: &["offline-planner"],
-    about: "the offline planner: plain imperative English, no network, no key",
-}];
+pub const PROVIDERS: &[Provider] = &[
+    Provider {
+        name: "local",
+        models: &["offline-planner"],
+        about: "the offline planner: plain imperative English, no network, no key",
+        realtime: false,
+    },
+    Provider {
+        name: "gemini",
+        models: &["gemini-3.8-live"],
+        about: "Gemini Live over WebSocket (GEMINI_API_KEY)",
+        realtime: true,
+    },
+    Provider {
+        name: "openai",
+        models: &["gpt-realtime"],
+        about: "OpenAI Realtime over WebSocket (OPENAI_API_KEY)",
+        realtime: true,
+    },
+];
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum RegistryError {
@@ -29,6 +47,19 @@ pub enum RegistryError {
     /// The task cannot be read by this driver: refused before anything starts.
     #[error("the task: {0}")]
     Task(PlanError),
+    #[error("provider {0} needs a model: pass --model or set realtime.{0}_model in the config (its profiles: {models}); voxdesk picks none for you", models = models_of(.0))]
+    NoModel(&'static str),
+    /// A realtime provider's driver is made by the realtime session, not here.
+    #[error("provider {0} is a realtime model: it is driven by a realtime session")]
+    Realtime(&'static str),
+}
+
+fn models_of(provider: &str) -> String {
+    PROVIDERS
+        .iter()
+        .find(|p| p.name == provider)
+        .map(|p| p.models.join(", "))
+        .unwrap_or_default()
 }
 
 fn known() -> String {
@@ -37,6 +68,24 @@ fn known() -> String {
         .map(|p| p.name)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A realtime provider and its model, named explicitly (any model: its profile decides).
+pub fn resolve_realtime(
+    provider: &str,
+    model: Option<&str>,
+) -> Result<Option<(&'static str, String)>, RegistryError> {
+    let p = PROVIDERS
+        .iter()
+        .find(|p| p.name == provider)
+        .ok_or_else(|| RegistryError::UnknownProvider(provider.to_string()))?;
+    if !p.realtime {
+        return Ok(None);
+    }
+    match model.map(str::trim).filter(|m| !m.is_empty()) {
+        Some(m) => Ok(Some((p.name, m.to_string()))),
+        None => Err(RegistryError::NoModel(p.name)),
+    }
 }
 
 /// The provider and model, checked. A provider with one model needs no `--model`.
@@ -48,6 +97,9 @@ pub fn resolve(
         .iter()
         .find(|p| p.name == provider)
         .ok_or_else(|| RegistryError::UnknownProvider(provider.to_string()))?;
+    if p.realtime && model.is_none() {
+        return Err(RegistryError::NoModel(p.name));
+    }
     let m = match model {
         Some(m) => {
             p.models
@@ -74,7 +126,12 @@ pub fn driver(
         ("local", _) => Ok(Box::new(
             LocalPlanner::new(task).map_err(RegistryError::Task)?,
         )),
-        (p, _) => Err(RegistryError::UnknownProvider(p.to_string())),
+        (p, _) => Err(RegistryError::Realtime(
+            PROVIDERS
+                .iter()
+                .find(|x| x.name == p)
+                .map_or("?", |x| x.name),
+        )),
     }
 }
 
@@ -93,10 +150,17 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("its models: offline-planner"));
-        assert!(resolve("gemini", None)
+        assert!(resolve("vertex", None)
             .unwrap_err()
             .to_string()
-            .contains("known: local"));
+            .contains("known: local, gemini, openai"));
+        let no_model = resolve_realtime("gemini", None).unwrap_err().to_string();
+        assert!(no_model.contains("--model") && no_model.contains("gemini-3.8-live"));
+        assert_eq!(
+            resolve_realtime("openai", Some("gpt-realtime")).unwrap(),
+            Some(("openai", "gpt-realtime".into()))
+        );
+        assert_eq!(resolve_realtime("local", None).unwrap(), None);
         assert!(matches!(
             driver("local", None, "frobnicate"),
             Err(RegistryError::Task(_))

@@ -519,7 +519,7 @@ impl Driver for Looker {
     fn decomposition(&self) -> Vec<String> {
         Vec::new()
     }
-    fn next(&mut self, _: &ToolResult) -> Move {
+    fn next(&mut self, _: &ToolResult, _: &mut dyn FnMut(Event)) -> Move {
         Move {
             say: Vec::new(),
             plan: String::new(),

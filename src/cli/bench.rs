@@ -563,6 +563,7 @@ fn bench_task(
         provider: driver.provider().into(),
         model: driver.model().into(),
         decomposition: driver.decomposition(),
+        prompt_version: voxdesk::desk::PROMPT_VERSION.into(),
     };
     let latch = std::sync::Arc::new(voxdesk::input::stop::StopLatch::default());
     let t = Instant::now();

@@ -49,8 +49,10 @@ pub struct Console;
 
 impl Sink for Console {
     fn take(&mut self, e: &Stamped) -> Result<(), String> {
-        if let Event::Narration { text } = &e.event {
-            println!("🗣  {text}");
+        match &e.event {
+            Event::Narration { text } => println!("🗣  {text}"),
+            Event::Transcript { who, text } => println!("{who}: {text}"),
+            _ => {}
         }
         Ok(())
     }

@@ -16,6 +16,8 @@ use voxdesk::voice::narrate::Narrator;
 pub struct RunArgs {
     pub provider: String,
     pub model: Option<String>,
+    /// The realtime endpoint's base (scheme, host, port).
+    pub endpoint: Option<String>,
     pub mode: Option<String>,
     pub quiet: bool,
     pub narration_wav: Option<PathBuf>,
@@ -24,6 +26,21 @@ pub struct RunArgs {
 }
 
 pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
+    let loaded = settings(config, a.mode.clone())?;
+    let rt = &loaded.settings.realtime;
+    let model = a.model.clone().or_else(|| match a.provider.as_str() {
+        "gemini" => rt.gemini_model.clone(),
+        "openai" => rt.openai_model.clone(),
+        _ => None,
+    });
+    match registry::resolve_realtime(&a.provider, model.as_deref()) {
+        Ok(Some((provider, model))) => return realtime(a, loaded, provider, model),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    }
     // A task the driver cannot read is refused before anything starts or is recorded.
     let mut driver = match registry::driver(&a.provider, a.model.as_deref(), &a.task) {
         Ok(d) => d,
@@ -33,7 +50,6 @@ pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         }
         Err(e) => return Err(e.into()),
     };
-    let loaded = settings(config, a.mode)?;
     let latch = Arc::new(StopLatch::default());
     stop_on_signals(latch.clone())?;
     let spec = RecordSpec {
@@ -42,6 +58,7 @@ pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         provider: driver.provider().to_string(),
         model: driver.model().to_string(),
         decomposition: driver.decomposition(),
+        prompt_version: voxdesk::desk::PROMPT_VERSION.into(),
     };
     let mut desk = match Desk::new(
         &loaded.settings,
@@ -72,6 +89,11 @@ pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
             no_progress: loaded.settings.rails.max_failures,
         },
     );
+    finish(desk, end.status)
+}
+
+/// Print where the session is recorded and map its end to the exit code.
+fn finish(mut desk: Desk, status: Status) -> Result<Exit> {
     let dir = desk.session_dir();
     let broken = desk.broken();
     // Refused as a whole: a rule (or no yes) refused a step and nothing ever ran.
@@ -90,10 +112,99 @@ pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         eprintln!("voxdesk: error: the session record is incomplete: {why}");
         return Ok(Exit::Failed);
     }
-    Ok(match end.status {
+    Ok(match status {
         Status::Done => Exit::Ok,
         Status::Stopped => Exit::Stopped,
         _ if refused => Exit::Refused,
         _ => Exit::Failed,
     })
+}
+
+/// `voxdesk run --provider gemini|openai`: the same loop, driven by a realtime model.
+fn realtime(
+    a: RunArgs,
+    loaded: voxdesk::config::Loaded,
+    provider: &'static str,
+    model: String,
+) -> Result<Exit> {
+    use voxdesk::realtime::driver::{RealtimeDriver, Spec, INSTRUCTION_VERSION};
+    use voxdesk::realtime::endpoint::Provider;
+    use voxdesk::realtime::session::{Playback, Silent};
+    let p = match provider {
+        "gemini" => Provider::Gemini,
+        _ => Provider::OpenAi,
+    };
+    let rt = &loaded.settings.realtime;
+    let config_url = match p {
+        Provider::Gemini => rt.gemini_url.as_deref(),
+        Provider::OpenAi => rt.openai_url.as_deref(),
+    };
+    let user_models =
+        voxdesk::config::default_path().and_then(|c| c.parent().map(|d| d.join("models")));
+    // A missing profile, key or a bad endpoint: one line naming the fix, before anything starts.
+    let mut spec = match Spec::resolve(
+        p,
+        &model,
+        a.endpoint.as_deref(),
+        |k| std::env::var(k).ok(),
+        config_url,
+        user_models.as_deref(),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
+    spec.stop_words = rt.stop_words.clone();
+    let latch = Arc::new(StopLatch::default());
+    stop_on_signals(latch.clone())?;
+    let record = RecordSpec {
+        root: sessions_dir(),
+        task: a.task.clone(),
+        provider: provider.to_string(),
+        model: model.clone(),
+        decomposition: Vec::new(),
+        prompt_version: format!("{}+{INSTRUCTION_VERSION}", voxdesk::desk::PROMPT_VERSION),
+    };
+    let mut desk = match Desk::new(
+        &loaded.settings,
+        Some(record),
+        Box::new(TerminalConfirm),
+        latch.clone(),
+    ) {
+        Ok(d) => d,
+        Err(e) if e.downcast_ref::<RefusedByLock>().is_some() => {
+            eprintln!("voxdesk: {e}");
+            return Ok(Exit::Refused);
+        }
+        Err(e) => return Err(e),
+    };
+    desk.subscribe(Box::new(Console));
+    // One voice thread owns the speaker: voxdesk's own sentences and the model's speech.
+    let narrator = Narrator::new(!a.quiet, a.narration_wav, Some(latch.clone()));
+    let speaker: Box<dyn Playback> = match narrator.speaker() {
+        Some(s) if !a.quiet => Box::new(s),
+        _ => Box::new(Silent::new()),
+    };
+    desk.subscribe(Box::new(narrator));
+    let session = spec.start(latch.clone(), speaker)?;
+    let mut driver = RealtimeDriver::new(&spec, session, latch, Some(a.task.clone()));
+    let end = drive(
+        &mut driver,
+        &mut desk,
+        Limits {
+            step_cap: a.step_cap,
+            no_progress: loaded.settings.rails.max_failures,
+        },
+    );
+    let stats = driver.finish();
+    tracing::info!(
+        "realtime: {} connection(s), {} resumed, {} frames in ({} unreadable)",
+        stats.connections,
+        stats.resumed,
+        stats.frames_in,
+        stats.frames_bad
+    );
+    finish(desk, end.status)
 }

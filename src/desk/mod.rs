@@ -78,6 +78,9 @@ pub struct RecordSpec {
     pub provider: String,
     pub model: String,
     pub decomposition: Vec<String>,
+    /// The prompts and tool schema the driver was given (`PROMPT_VERSION`, plus a realtime
+    /// model's system instruction).
+    pub prompt_version: String,
 }
 
 /// The GUI lock refused: reported as a refusal (exit 3), not a crash.
@@ -214,7 +217,7 @@ impl Desk {
                     &spec.task,
                     &spec.provider,
                     &spec.model,
-                    PROMPT_VERSION,
+                    &spec.prompt_version,
                     &settings.rails.mode.to_string(),
                 )?;
                 let events = r.events_path();
@@ -227,7 +230,7 @@ impl Desk {
                     provider: spec.provider,
                     model: spec.model,
                     mode: settings.rails.mode.to_string(),
-                    prompt_version: PROMPT_VERSION.into(),
+                    prompt_version: spec.prompt_version.clone(),
                 });
                 (Some(r), spec.task, spec.decomposition)
             }

@@ -2,15 +2,19 @@
 //!
 //! Layers, as the providers' SDKs keep them: transport (frames on a socket) → wire (this
 //! module's `gemini` and `openai`: encode strictly, decode leniently into events) → session
-//! (events to the desk and the speaker). The wire layer and `turns` (the audio fence and the
-//! tool calls' bookkeeping, pure) exist so far.
+//! (`session`: events to the desk and the speaker; `driver`: the model as the agent's driver).
+//! `wire` puts both providers behind one trait; `turns` keeps the audio fence and the tool
+//! calls' bookkeeping, pure.
 
+pub mod driver;
 pub mod endpoint;
 pub mod gemini;
 pub mod openai;
 pub mod profile;
+pub mod session;
 pub mod transport;
 pub mod turns;
+pub mod wire;
 
 #[cfg(test)]
 mod golden;

@@ -126,6 +126,45 @@ impl Profile {
     }
 }
 
+/// The profiles shipped inside the binary (`models/` at build time).
+const SHIPPED: &[(&str, &str, &str)] = &[
+    (
+        "gemini",
+        "gemini-3.8-live",
+        include_str!("../../models/gemini/gemini-3.8-live.toml"),
+    ),
+    (
+        "openai",
+        "gpt-realtime",
+        include_str!("../../models/openai/gpt-realtime.toml"),
+    ),
+];
+
+/// The profile for `provider`/`model`: the user's own directory first (a deployment of their
+/// own, a measured capability), else the one shipped with voxdesk.
+pub fn find(
+    user_dir: Option<&std::path::Path>,
+    provider: Provider,
+    model: &str,
+) -> Result<Profile, ProfileError> {
+    if let Some(dir) = user_dir {
+        match load(dir, provider, model) {
+            Err(ProfileError::Missing { .. }) => {}
+            other => return other,
+        }
+    }
+    match SHIPPED
+        .iter()
+        .find(|(p, m, _)| *p == provider.name() && *m == model)
+    {
+        Some((p, m, text)) => Profile::parse(&format!("models/{p}/{m}.toml"), text, provider),
+        None => Err(ProfileError::Missing {
+            provider: provider.name().into(),
+            model: model.into(),
+        }),
+    }
+}
+
 /// The profile for `provider`/`model` from the `models/` directory.
 pub fn load(
     dir: &std::path::Path,
@@ -172,6 +211,26 @@ mod tests {
             assert_eq!(p.capability.vision, Vision::Unknown);
             assert!(!p.sends_pictures());
         }
+    }
+
+    #[test]
+    fn the_shipped_profiles_are_in_the_binary_and_a_user_one_comes_first() {
+        let p = find(None, Provider::OpenAi, "gpt-realtime").unwrap();
+        assert_eq!(p.input_rate, 24000);
+        assert!(matches!(
+            find(None, Provider::Gemini, "gpt-realtime"),
+            Err(ProfileError::Missing { .. })
+        ));
+        let dir = std::env::temp_dir().join(format!("voxdesk-profiles-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("openai")).unwrap();
+        let text = std::fs::read_to_string(models().join("openai/gpt-realtime.toml"))
+            .unwrap()
+            .replace("vision = \"unknown\"", "vision = \"describe-only\"");
+        std::fs::write(dir.join("openai/gpt-realtime.toml"), text).unwrap();
+        assert!(find(Some(&dir), Provider::OpenAi, "gpt-realtime")
+            .unwrap()
+            .sends_pictures());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -84,6 +84,11 @@ pub enum Event {
     Narration {
         text: String,
     },
+    /// What the person said or the model said aloud (realtime sessions), as transcribed.
+    Transcript {
+        who: String,
+        text: String,
+    },
     EmergencyStop {
         cause: String,
     },

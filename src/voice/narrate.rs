@@ -3,7 +3,7 @@
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -24,6 +24,10 @@ enum Cmd {
     Say(String, Option<PathBuf>),
     /// Stop playing now.
     Cut,
+    /// The model's speech: PCM16 mono at this rate, queued after what it said before.
+    Pcm(u32, Vec<i16>),
+    /// The model was interrupted: its queued speech is dropped now.
+    Flush,
 }
 
 /// The voice thread: the one owner of the audio output.
@@ -33,6 +37,33 @@ struct Voice {
     queued: Arc<AtomicUsize>,
     thread: Option<JoinHandle<()>>,
     wav_dir: Option<PathBuf>,
+    /// Samples of the model's speech played so far (counted as the device takes them).
+    played: Arc<AtomicU64>,
+}
+
+/// The model's way to the speaker: the same voice thread, the only owner of the audio output.
+pub struct Speaker {
+    tx: mpsc::Sender<Cmd>,
+    played: Arc<AtomicU64>,
+    seen: u64,
+}
+
+impl Speaker {
+    /// Queue the model's speech.
+    pub fn play(&mut self, rate: u32, pcm: &[i16]) {
+        let _ = self.tx.send(Cmd::Pcm(rate, pcm.to_vec()));
+    }
+    /// Drop everything queued of the model's speech, now.
+    pub fn flush(&mut self) {
+        let _ = self.tx.send(Cmd::Flush);
+    }
+    /// Samples played since the last call.
+    pub fn take_played(&mut self) -> u64 {
+        let now = self.played.load(Ordering::Relaxed);
+        let d = now.saturating_sub(self.seen);
+        self.seen = now;
+        d
+    }
 }
 
 impl Narrator {
@@ -60,6 +91,16 @@ impl Narrator {
         }
     }
 
+    /// The model's way to the same speaker (none when nothing is spoken).
+    pub fn speaker(&self) -> Option<Speaker> {
+        let v = self.voice.as_ref()?;
+        Some(Speaker {
+            tx: v.tx.clone()?,
+            played: v.played.clone(),
+            seen: 0,
+        })
+    }
+
     /// Stop speaking now (the emergency stop).
     pub fn cut(&mut self) {
         if let Some(v) = &self.voice {
@@ -84,9 +125,11 @@ impl Voice {
         let (tx, rx) = mpsc::channel();
         let queued = Arc::new(AtomicUsize::new(0));
         let q = queued.clone();
+        let played = Arc::new(AtomicU64::new(0));
+        let counter = played.clone();
         let thread = std::thread::Builder::new()
             .name("voxdesk-voice".into())
-            .spawn(move || voice_thread(rx, q, speak, stop))
+            .spawn(move || voice_thread(rx, q, speak, stop, counter))
             .map_err(|e| tracing::warn!("no voice thread ({e}); narration is printed only"))
             .ok()?;
         Some(Voice {
@@ -94,6 +137,7 @@ impl Voice {
             queued,
             thread: Some(thread),
             wav_dir,
+            played,
         })
     }
 
@@ -122,8 +166,11 @@ fn voice_thread(
     queued: Arc<AtomicUsize>,
     speak: bool,
     mut latch: Option<Arc<StopLatch>>,
+    played: Arc<AtomicU64>,
 ) {
     let mut output: Option<rodio::MixerDeviceSink> = None;
+    // The model's speech, on its own player: a flush drops it without touching narration.
+    let mut model: Option<rodio::Player> = None;
     let mut tried_output = !speak;
     let mut warned_tts = false;
     let mut playing: Option<(rodio::Player, Instant, Duration)> = None;
@@ -140,6 +187,7 @@ fn voice_thread(
                 if latch.as_ref().is_some_and(|l| l.is_stopped()) {
                     latch = None; // once: later sentences (the stop itself) may play
                     playing = None;
+                    model = None;
                 }
                 continue;
             }
@@ -148,6 +196,41 @@ fn voice_thread(
         let (text, wav) = match cmd {
             Cmd::Cut => {
                 playing = None; // dropping a Player stops it
+                model = None;
+                continue;
+            }
+            Cmd::Flush => {
+                if let Some(m) = model.take() {
+                    m.stop();
+                }
+                continue;
+            }
+            Cmd::Pcm(rate, pcm) => {
+                if !speak {
+                    played.fetch_add(pcm.len() as u64, Ordering::Relaxed);
+                    continue;
+                }
+                if !tried_output {
+                    tried_output = true;
+                    match open_output() {
+                        Ok(o) => output = Some(o),
+                        Err(e) => tracing::warn!("no audio output ({e}); the model is not heard"),
+                    }
+                }
+                let (Some(out), Some(rate)) = (&output, std::num::NonZero::new(rate)) else {
+                    played.fetch_add(pcm.len() as u64, Ordering::Relaxed);
+                    continue;
+                };
+                let player = model.get_or_insert_with(|| rodio::Player::connect_new(out.mixer()));
+                let samples: Vec<f32> = pcm.iter().map(|&s| f32::from(s) / 32768.0).collect();
+                player.append(Counted {
+                    inner: rodio::buffer::SamplesBuffer::new(
+                        std::num::NonZero::<u16>::MIN,
+                        rate,
+                        samples,
+                    ),
+                    played: played.clone(),
+                });
                 continue;
             }
             Cmd::Say(text, wav) => (text, wav),
@@ -196,12 +279,49 @@ fn voice_thread(
             Err(e) => tracing::warn!("voice: cannot decode espeak-ng's output: {e}"),
         }
     }
-    // The run is over: let the last sentence finish, bounded by its own length.
+    // The run is over: let the model's last words and the last sentence finish, bounded.
+    if let Some(m) = model {
+        let until = Instant::now() + LAST_WORDS;
+        while !m.empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     if let Some((player, started, len)) = playing {
         let until = started + len.min(LAST_WORDS) + Duration::from_millis(300);
         while !player.empty() && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+/// A source that counts the samples the device has taken from it (an atomic add: the audio
+/// callback never locks or allocates for it).
+struct Counted {
+    inner: rodio::buffer::SamplesBuffer,
+    played: Arc<AtomicU64>,
+}
+
+impl Iterator for Counted {
+    type Item = rodio::Sample;
+    fn next(&mut self) -> Option<rodio::Sample> {
+        let s = self.inner.next()?;
+        self.played.fetch_add(1, Ordering::Relaxed);
+        Some(s)
+    }
+}
+
+impl rodio::Source for Counted {
+    fn current_span_len(&self) -> Option<usize> {
+        self.inner.current_span_len()
+    }
+    fn channels(&self) -> rodio::ChannelCount {
+        self.inner.channels()
+    }
+    fn sample_rate(&self) -> rodio::SampleRate {
+        self.inner.sample_rate()
+    }
+    fn total_duration(&self) -> Option<Duration> {
+        self.inner.total_duration()
     }
 }
 

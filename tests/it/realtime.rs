@@ -1,0 +1,501 @@
+//! `voxdesk run --provider gemini|openai` against in-process servers that speak each provider's wire format: tool calls click a real calculator on the virtual desktop and are verified, with an interruption, a cancellation, a `goAway` and resumption, a dropped socket, and malformed and unknown messages along the way; a spoken stop; an unreachable model; missing settings.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::model_server::*;
+use crate::util::*;
+
+const SOON: Duration = Duration::from_secs(30);
+
+fn calc(display: &str) -> Guard {
+    app(display, &["xcalc", "-geometry", "300x400+400+200"], "XCalc")
+}
+
+fn realtime_cmd(display: &str, data: &Path, provider: &str, model: &str, base: &str) -> Command {
+    let mut c = bin();
+    c.env("DISPLAY", display)
+        .env("XDG_DATA_HOME", data)
+        .env("XDG_CONFIG_HOME", data.join("config"))
+        .env("VOXDESK_ALLOW_APPS", "XCalc")
+        .env("GEMINI_API_KEY", "test-key-gemini")
+        .env("OPENAI_API_KEY", "test-key-openai")
+        .env(
+            if provider == "gemini" {
+                "VOXDESK_GEMINI_URL"
+            } else {
+                "VOXDESK_OPENAI_URL"
+            },
+            base,
+        )
+        .args([
+            "run",
+            "--quiet",
+            "--mode",
+            "auto",
+            "--provider",
+            provider,
+            "--model",
+            model,
+            "click 7, plus, 5, equals",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn finish(child: Child) -> (i32, String) {
+    let o = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code().unwrap_or(-1), text)
+}
+
+fn session_record(data: &Path) -> Value {
+    let root = data.join("voxdesk/sessions");
+    let dir = std::fs::read_dir(&root)
+        .unwrap()
+        .next()
+        .expect("a session was recorded")
+        .unwrap()
+        .path();
+    serde_json::from_str(&std::fs::read_to_string(dir.join("session.json")).unwrap()).unwrap()
+}
+
+fn gemini_response(v: &Value) -> Option<&Value> {
+    v.pointer("/toolResponse/functionResponses/0")
+}
+
+fn calc_batch(obs: &Value) -> Value {
+    json!({
+        "observation_id": obs["observation_id"],
+        "actions": [
+            {"action": "click", "target": target(obs, "7")},
+            {"action": "click", "target": target(obs, "+")},
+            {"action": "click", "target": target(obs, "5")},
+            {"action": "click", "target": target(obs, "=")},
+        ],
+        "expect": {"shows": ["12"]}
+    })
+}
+
+#[test]
+fn gemini_drives_the_calculator_through_resumption_and_a_dropped_socket() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start("gemini");
+    let child = realtime_cmd(d, data.path(), "gemini", "gemini-3.8-live", &server.base())
+        .spawn()
+        .unwrap();
+
+    // Connection 1: the documented path, the key in its header and nowhere else.
+    let mut c = server.accept(SOON);
+    assert_eq!(
+        c.path,
+        "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
+    );
+    assert_eq!(c.header("x-goog-api-key"), Some("test-key-gemini"));
+    let setup = c.expect("setup", SOON, |v| v.get("setup").is_some());
+    assert_eq!(setup["setup"]["model"], "models/gemini-3.8-live");
+    let decls = &setup["setup"]["tools"][0]["functionDeclarations"];
+    assert_eq!(decls.as_array().unwrap().len(), 3);
+    assert!(decls
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["behavior"] == "BLOCKING"));
+    assert!(setup["setup"].get("sessionResumption").is_some());
+    // Nothing but the setup before setupComplete.
+    c.none_within(
+        "frame before setupComplete",
+        Duration::from_millis(300),
+        |_| true,
+    );
+    c.send_binary(json!({"setupComplete": {}}));
+    let turn = c.expect("the task turn", SOON, |v| v.get("clientContent").is_some());
+    let text = turn["clientContent"]["turns"][0]["parts"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text.starts_with("Task: click 7, plus, 5, equals"), "{text}");
+    let obs = first_observation(&text);
+
+    // Malformed and unknown messages are ignored; a resumable handle arrives; the model speaks.
+    c.send_raw("this is not json");
+    c.send(json!({"someFutureMessage": {"x": 1}}));
+    c.send(json!({"sessionResumptionUpdate": {"newHandle": "h1", "resumable": true}}));
+    c.send(
+        json!({"serverContent": {"modelTurn": {"parts": [{"inlineData": {
+        "mimeType": "audio/pcm;rate=24000", "data": tone_b64(200, 24000)}}]},
+        "outputTranscription": {"text": "Adding seven and five."}}}),
+    );
+    // An interruption mid-turn, then the turn completes.
+    c.send(json!({"serverContent": {"interrupted": true}}));
+    c.send(json!({"serverContent": {"turnComplete": true}}));
+
+    // The act: four real clicks, verified by what the display shows.
+    c.send(json!({"toolCall": {"functionCalls": [
+        {"id": "fc1", "name": "act", "args": calc_batch(&obs)}]}}));
+    let r = c.expect("the act's answer", SOON, |v| gemini_response(v).is_some());
+    let r = gemini_response(&r).unwrap();
+    assert_eq!(
+        (r["id"].as_str(), r["name"].as_str()),
+        (Some("fc1"), Some("act"))
+    );
+    assert_eq!(r["response"]["verification"]["verdict"], "verified", "{r}");
+
+    // Two calls, the second cancelled while the first runs: it never runs.
+    c.send(json!({"toolCall": {"functionCalls": [
+        {"id": "fc2", "name": "observe", "args": {}},
+        {"id": "fc3", "name": "act", "args": {"observation_id": "o-none",
+            "actions": [{"action": "click", "target": target(&obs, "1")}]}}]}}));
+    c.send(json!({"toolCallCancellation": {"ids": ["fc3"]}}));
+    let r = c.expect("the observe's answer", SOON, |v| {
+        gemini_response(v).is_some()
+    });
+    assert_eq!(gemini_response(&r).unwrap()["id"], "fc2");
+    c.none_within(
+        "answer to the cancelled call",
+        Duration::from_secs(2),
+        |v| gemini_response(v).is_some(),
+    );
+
+    // goAway: the client comes back on a new connection with the last resumable handle.
+    c.send(json!({"sessionResumptionUpdate": {"newHandle": "h2", "resumable": true}}));
+    c.send(json!({"sessionResumptionUpdate": {"newHandle": "", "resumable": false}}));
+    c.send(json!({"goAway": {"timeLeft": "3s"}}));
+    let mut c2 = server.accept(SOON);
+    let setup = c2.expect("setup", SOON, |v| v.get("setup").is_some());
+    assert_eq!(
+        setup["setup"]["sessionResumption"]["handle"], "h2",
+        "{setup}"
+    );
+    c2.send(json!({"setupComplete": {}}));
+    c2.send(json!({"toolCall": {"functionCalls": [{"id": "fc4", "name": "observe", "args": {}}]}}));
+    let r = c2.expect("the observe's answer", SOON, |v| {
+        gemini_response(v).is_some()
+    });
+    let look = &gemini_response(&r).unwrap()["response"];
+    assert!(
+        look["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["text"] == "12"),
+        "the display does not show 12: {look}"
+    );
+
+    // A cut connection: again with h2; then done.
+    c2.cut();
+    let mut c3 = server.accept(SOON);
+    let setup = c3.expect("setup", SOON, |v| v.get("setup").is_some());
+    assert_eq!(setup["setup"]["sessionResumption"]["handle"], "h2");
+    c3.send(json!({"setupComplete": {}}));
+    c3.send(
+        json!({"toolCall": {"functionCalls": [{"id": "fc5", "name": "done",
+        "args": {"success": true, "summary": "Seven plus five is twelve."}}]}}),
+    );
+    let r = c3.expect("done's answer", SOON, |v| gemini_response(v).is_some());
+    assert_eq!(gemini_response(&r).unwrap()["response"]["ended"], "done");
+    c3.send(
+        json!({"serverContent": {"outputTranscription": {"text": "Seven plus five is twelve."}}}),
+    );
+    c3.send(json!({"serverContent": {"turnComplete": true}}));
+
+    let (code, out) = finish(child);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        !out.contains("test-key-gemini"),
+        "the key was printed: {out}"
+    );
+    assert!(out.contains("model: Adding seven and five."), "{out}");
+    assert!(server.try_accept(Duration::from_millis(200)).is_none());
+    let rec = session_record(data.path());
+    assert_eq!(rec["status"], "done");
+    assert_eq!(rec["provider"], "gemini");
+    assert_eq!(rec["prompt_version"], "tools.v2+packet.v2+realtime.v1");
+    let steps = rec["steps"].as_array().unwrap();
+    let acts: Vec<&Value> = steps.iter().filter(|s| s["rails"] == "approved").collect();
+    assert_eq!(
+        acts.len(),
+        1,
+        "one act ran, the cancelled one did not: {steps:?}"
+    );
+    assert_eq!(acts[0]["verification"], "verified");
+}
+
+fn openai_kind(v: &Value) -> &str {
+    v["type"].as_str().unwrap_or("")
+}
+
+#[test]
+fn openai_drives_the_calculator_truncates_at_what_was_heard_and_replays_after_a_drop() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start("openai");
+    let child = realtime_cmd(d, data.path(), "openai", "gpt-realtime", &server.base())
+        .spawn()
+        .unwrap();
+
+    let mut c = server.accept(SOON);
+    assert_eq!(c.path, "/v1/realtime?model=gpt-realtime");
+    assert_eq!(c.header("authorization"), Some("Bearer test-key-openai"));
+    let update = c.expect("session.update", SOON, |v| {
+        openai_kind(v) == "session.update"
+    });
+    assert_eq!(update["session"]["type"], "realtime");
+    assert_eq!(update["session"]["tools"].as_array().unwrap().len(), 3);
+    c.send(json!({"type": "session.created", "event_id": "e1", "session": {}}));
+    c.send(json!({"type": "session.updated", "event_id": "e2", "session": {}}));
+    let item = c.expect("the task item", SOON, |v| {
+        openai_kind(v) == "conversation.item.create"
+    });
+    let text = item["item"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let obs = first_observation(&text);
+    c.expect("response.create", SOON, |v| {
+        openai_kind(v) == "response.create"
+    });
+
+    // One response: speech, then the act's call, then done, in the GA event names.
+    c.send(json!({"type": "response.created", "response": {"id": "r1"}}));
+    c.send(
+        json!({"type": "response.output_audio.delta", "response_id": "r1", "item_id": "i1",
+        "output_index": 0, "content_index": 0, "delta": tone_b64(100, 24000)}),
+    );
+    c.send(
+        json!({"type": "response.output_audio_transcript.delta", "response_id": "r1",
+        "item_id": "i1", "delta": "Adding seven and five."}),
+    );
+    c.send(
+        json!({"type": "response.function_call_arguments.done", "response_id": "r1",
+        "item_id": "i2", "call_id": "c1", "name": "act",
+        "arguments": calc_batch(&obs).to_string()}),
+    );
+    c.send(json!({"type": "response.done", "response": {"id": "r1", "status": "completed"}}));
+    let out = c.expect("the act's output", SOON, |v| {
+        openai_kind(v) == "conversation.item.create"
+    });
+    assert_eq!(out["item"]["type"], "function_call_output");
+    assert_eq!(out["item"]["call_id"], "c1");
+    let result: Value = serde_json::from_str(out["item"]["output"].as_str().unwrap()).unwrap();
+    assert_eq!(result["verification"]["verdict"], "verified", "{result}");
+    c.expect("response.create", SOON, |v| {
+        openai_kind(v) == "response.create"
+    });
+
+    // Unknown and malformed events, and a harmless error, change nothing.
+    c.send(json!({"type": "response.something_new", "x": 1}));
+    c.send_raw("{{{");
+    c.send(
+        json!({"type": "error", "error": {"type": "invalid_request_error",
+        "code": "response_cancel_not_active", "message": "no active response"}}),
+    );
+
+    // The person speaks over two seconds of speech: truncated at what was played, capped.
+    c.send(json!({"type": "response.created", "response": {"id": "r2"}}));
+    c.send(
+        json!({"type": "response.output_audio.delta", "response_id": "r2", "item_id": "i3",
+        "output_index": 0, "content_index": 0, "delta": tone_b64(2000, 24000)}),
+    );
+    std::thread::sleep(Duration::from_millis(600));
+    c.send(
+        json!({"type": "input_audio_buffer.speech_started", "item_id": "u1",
+        "audio_start_ms": 100}),
+    );
+    let t = c.expect("the truncate", SOON, |v| {
+        openai_kind(v) == "conversation.item.truncate"
+    });
+    assert_eq!(t["item_id"], "i3");
+    let ms = t["audio_end_ms"].as_u64().expect("whole milliseconds");
+    assert!(
+        (300..2000).contains(&ms),
+        "truncated at what was played: {t}"
+    );
+    c.send(json!({"type": "response.done", "response": {"id": "r2", "status": "cancelled"}}));
+
+    // The session expires (OpenAI has no resumption): a new session, told the task and what
+    // was done, then done.
+    c.close(1001, "session_expired");
+    let mut c2 = server.accept(SOON);
+    c2.expect("session.update", SOON, |v| {
+        openai_kind(v) == "session.update"
+    });
+    c2.send(json!({"type": "session.updated", "session": {}}));
+    let replay = c2.expect("the replay", SOON, |v| {
+        openai_kind(v) == "conversation.item.create"
+    });
+    let text = replay["item"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("new session") && text.contains("Task: click 7"),
+        "{text}"
+    );
+    assert!(text.contains("Done 1: act("), "{text}");
+    c2.expect("response.create", SOON, |v| {
+        openai_kind(v) == "response.create"
+    });
+    c2.send(json!({"type": "response.created", "response": {"id": "r3"}}));
+    c2.send(
+        json!({"type": "response.function_call_arguments.done", "response_id": "r3",
+        "item_id": "i4", "call_id": "c2", "name": "done",
+        "arguments": "{\"success\": true, \"summary\": \"Twelve.\"}"}),
+    );
+    c2.send(json!({"type": "response.done", "response": {"id": "r3", "status": "completed"}}));
+    let out = c2.expect("done's output", SOON, |v| {
+        openai_kind(v) == "conversation.item.create"
+    });
+    assert_eq!(out["item"]["call_id"], "c2");
+    c2.send(json!({"type": "response.created", "response": {"id": "r4"}}));
+    c2.send(
+        json!({"type": "response.output_audio_transcript.delta", "response_id": "r4",
+        "item_id": "i5", "delta": "Twelve."}),
+    );
+    c2.send(json!({"type": "response.done", "response": {"id": "r4", "status": "completed"}}));
+
+    let (code, out) = finish(child);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("test-key-openai"), "{out}");
+    let rec = session_record(data.path());
+    assert_eq!(rec["status"], "done");
+    let acts = rec["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["rails"] == "approved")
+        .count();
+    assert_eq!(acts, 1, "the act was not repeated after the drop");
+}
+
+#[test]
+fn a_spoken_stop_halts_the_running_act_without_waiting_for_the_model() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start("gemini");
+    let child = realtime_cmd(d, data.path(), "gemini", "gemini-3.8-live", &server.base())
+        .spawn()
+        .unwrap();
+    let mut c = server.accept(SOON);
+    c.expect("setup", SOON, |v| v.get("setup").is_some());
+    c.send(json!({"setupComplete": {}}));
+    let turn = c.expect("the task turn", SOON, |v| v.get("clientContent").is_some());
+    let obs = first_observation(
+        turn["clientContent"]["turns"][0]["parts"][0]["text"]
+            .as_str()
+            .unwrap(),
+    );
+    // A long act: a click, then a 20 s wait, then another click that must never happen.
+    c.send(
+        json!({"toolCall": {"functionCalls": [{"id": "fc1", "name": "act", "args": {
+        "observation_id": obs["observation_id"],
+        "actions": [{"action": "click", "target": target(&obs, "7")},
+                    {"action": "wait", "ms": 20000},
+                    {"action": "click", "target": target(&obs, "9")}]}}]}}),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    c.send(json!({"serverContent": {"inputTranscription": {"text": "no, stop"}}}));
+    let started = std::time::Instant::now();
+    let (code, out) = finish(child);
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the wait was not cut short"
+    );
+    let rec = session_record(data.path());
+    assert_eq!(rec["status"], "stopped", "{rec}");
+    assert!(out.contains("stopped by a stop request"), "{out}");
+}
+
+#[test]
+fn an_unreachable_model_is_said_and_nothing_is_dispatched() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let data = tempfile::tempdir().unwrap();
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut c = realtime_cmd(
+        d,
+        data.path(),
+        "openai",
+        "gpt-realtime",
+        &format!("ws://127.0.0.1:{port}"),
+    );
+    c.env("VOXDESK_REALTIME_GIVE_UP_MS", "1500");
+    let (code, out) = finish(c.spawn().unwrap());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("I cannot reach the model"), "{out}");
+    let rec = session_record(data.path());
+    assert_eq!(rec["status"], "failed");
+    assert!(rec["steps"].as_array().unwrap().is_empty(), "{rec}");
+}
+
+#[test]
+fn missing_model_key_profile_or_a_plain_remote_endpoint_is_one_line_naming_the_fix() {
+    let data = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut c = bin();
+        c.env("XDG_DATA_HOME", data.path())
+            .env("XDG_CONFIG_HOME", data.path().join("config"))
+            .env_remove("GEMINI_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("VOXDESK_GEMINI_URL")
+            .env_remove("VOXDESK_OPENAI_URL")
+            .arg("run")
+            .args(args)
+            .arg("click 7");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        output(&mut c)
+    };
+    let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+        (&["--provider", "gemini"], &[], "needs a model"),
+        (
+            &["--provider", "gemini", "--model", "gemini-3.8-live"],
+            &[],
+            "set GEMINI_API_KEY",
+        ),
+        (
+            &["--provider", "openai", "--model", "gpt-9"],
+            &[("OPENAI_API_KEY", "k")],
+            "add models/openai/gpt-9.toml",
+        ),
+        (
+            &[
+                "--provider",
+                "openai",
+                "--model",
+                "gpt-realtime",
+                "--endpoint",
+                "ws://example.com",
+            ],
+            &[("OPENAI_API_KEY", "k")],
+            "only for a loopback address",
+        ),
+        (&["--provider", "vertex"], &[], "unknown provider"),
+    ];
+    for (args, env, needle) in cases {
+        let o = run(args, env);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_clean_failure(&o, needle);
+    }
+    // Nothing was recorded: the session never started.
+    assert!(!data.path().join("voxdesk/sessions").exists());
+}
