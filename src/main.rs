@@ -73,6 +73,26 @@ enum Cmd {
         step_cap: usize,
         task: String,
     },
+    /// Talk to a realtime model: the microphone streams to it, its speech plays, and each task
+    /// you ask for runs on the desk (its own recorded session), one after another.
+    Listen {
+        /// gemini (Gemini Live) or openai (OpenAI Realtime).
+        #[arg(long)]
+        provider: String,
+        /// The model, e.g. gemini-3.8-live or gpt-realtime (or realtime.<provider>_model in the config).
+        #[arg(long)]
+        model: Option<String>,
+        /// The endpoint's base (scheme, host, port); the documented path is added.
+        #[arg(long, value_name = "URL")]
+        endpoint: Option<String>,
+        #[arg(long)]
+        mode: Option<String>,
+        /// Print only: the model's speech and voxdesk's own are not played.
+        #[arg(long)]
+        quiet: bool,
+        #[arg(long, default_value_t = 20)]
+        step_cap: usize,
+    },
     /// List recorded sessions.
     Sessions,
     /// Write a self-contained HTML report of a session (an id from `voxdesk sessions`, or a path).
@@ -237,6 +257,24 @@ fn code(e: Exit) -> u8 {
 fn run(cli: Cli) -> Result<Exit> {
     let config = cli.config.as_deref();
     match cli.cmd {
+        Cmd::Listen {
+            provider,
+            model,
+            endpoint,
+            mode,
+            quiet,
+            step_cap,
+        } => cli::listen::listen(
+            cli::listen::ListenArgs {
+                provider,
+                model,
+                endpoint,
+                mode,
+                quiet,
+                step_cap,
+            },
+            config.as_deref(),
+        ),
         Cmd::Run {
             provider,
             model,

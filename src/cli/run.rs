@@ -127,36 +127,15 @@ fn realtime(
     provider: &'static str,
     model: String,
 ) -> Result<Exit> {
-    use voxdesk::realtime::driver::{RealtimeDriver, Spec, INSTRUCTION_VERSION};
-    use voxdesk::realtime::endpoint::Provider;
+    use voxdesk::realtime::driver::{RealtimeDriver, INSTRUCTION_VERSION};
     use voxdesk::realtime::session::{Playback, Silent};
-    let p = match provider {
-        "gemini" => Provider::Gemini,
-        _ => Provider::OpenAi,
-    };
-    let rt = &loaded.settings.realtime;
-    let config_url = match p {
-        Provider::Gemini => rt.gemini_url.as_deref(),
-        Provider::OpenAi => rt.openai_url.as_deref(),
-    };
-    let user_models =
-        voxdesk::config::default_path().and_then(|c| c.parent().map(|d| d.join("models")));
-    // A missing profile, key or a bad endpoint: one line naming the fix, before anything starts.
-    let mut spec = match Spec::resolve(
-        p,
-        &model,
-        a.endpoint.as_deref(),
-        |k| std::env::var(k).ok(),
-        config_url,
-        user_models.as_deref(),
-    ) {
+    let spec = match super::realtime::spec(&loaded, provider, &model, a.endpoint.as_deref()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("voxdesk: error: {e}");
             return Ok(Exit::BadInput);
         }
     };
-    spec.stop_words = rt.stop_words.clone();
     let latch = Arc::new(StopLatch::default());
     stop_on_signals(latch.clone())?;
     let record = RecordSpec {
@@ -189,6 +168,10 @@ fn realtime(
     };
     desk.subscribe(Box::new(narrator));
     let session = spec.start(latch.clone(), speaker)?;
+    // The person may speak (a stop word, a correction); no microphone is not an error here.
+    let mic = super::realtime::mic(&session, spec.profile.input_rate)
+        .map_err(|e| tracing::warn!("{e}; the task runs without listening"))
+        .ok();
     let mut driver = RealtimeDriver::new(&spec, session, latch, Some(a.task.clone()));
     let end = drive(
         &mut driver,
@@ -198,6 +181,7 @@ fn realtime(
             no_progress: loaded.settings.rails.max_failures,
         },
     );
+    drop(mic);
     let stats = driver.finish();
     tracing::info!(
         "realtime: {} connection(s), {} resumed, {} frames in ({} unreadable)",

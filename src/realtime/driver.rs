@@ -114,6 +114,13 @@ pub struct RealtimeDriver {
     idle_limit: Duration,
     /// The outage is said aloud once.
     told_unreachable: bool,
+    /// What the person said last (`voxdesk listen` names a task by it).
+    pub last_heard: String,
+    /// A call that came while the last task was ending: the next task's first.
+    early: Option<Pending>,
+    /// The current call opened a task (`listen`) and was not run: it is answered with the
+    /// task's first observation.
+    opening: bool,
 }
 
 impl RealtimeDriver {
@@ -133,6 +140,85 @@ impl RealtimeDriver {
             current: None,
             idle_limit: Duration::from_secs(120),
             told_unreachable: false,
+            last_heard: String::new(),
+            early: None,
+            opening: false,
+        }
+    }
+
+    /// `voxdesk listen`: a new task's stop latch (the last one stays set for the task it ended).
+    pub fn new_task(&mut self, latch: Arc<StopLatch>) {
+        self.latch = latch.clone();
+        self.session.send(Down::Latch(latch));
+        self.started = true;
+    }
+
+    /// Between tasks: wait until the model makes a call (the person asked for something). The
+    /// call is answered by the next `next` with the first observation of the new task. `tell`
+    /// gets what is heard and said meanwhile. Err: the session is over (the reason).
+    pub fn wait_for_call(
+        &mut self,
+        tell: &mut dyn FnMut(Event),
+        quit: &StopLatch,
+    ) -> Result<(), String> {
+        if let Some(p) = self.early.take() {
+            self.current = Some(p);
+            self.opening = true;
+            return Ok(());
+        }
+        loop {
+            if let Some(cause) = quit.cause() {
+                return Err(format!("stopped by {cause}"));
+            }
+            let note = match self.session.notes.recv_timeout(Duration::from_millis(50)) {
+                Ok(n) => n,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(_) => return Err("the realtime session ended".into()),
+            };
+            match note {
+                Note::Call(p) => {
+                    self.current = Some(p);
+                    self.opening = true;
+                    return Ok(());
+                }
+                Note::GaveUp(why) => return Err(why),
+                other => self.note(other, tell),
+            }
+        }
+    }
+
+    /// Tell what a note says (transcripts, the connection's state).
+    fn note(&mut self, note: Note, tell: &mut dyn FnMut(Event)) {
+        match note {
+            Note::Heard(text) => {
+                self.last_heard.clone_from(&text);
+                tell(Event::Transcript {
+                    who: "person".into(),
+                    text,
+                })
+            }
+            Note::Said(text) => tell(Event::Transcript {
+                who: "model".into(),
+                text,
+            }),
+            Note::Unreachable(why) => {
+                if !self.told_unreachable {
+                    self.told_unreachable = true;
+                    tell(Event::Narration {
+                        text: format!(
+                            "I cannot reach the model ({why}). Nothing will be done until it is back."
+                        ),
+                    });
+                }
+            }
+            Note::Connected { again, .. } => {
+                if again && std::mem::take(&mut self.told_unreachable) {
+                    tell(Event::Narration {
+                        text: "The model is back.".into(),
+                    });
+                }
+            }
+            Note::Call(_) | Note::GaveUp(_) | Note::StopWord(_) => {}
         }
     }
 
@@ -186,7 +272,20 @@ impl Driver for RealtimeDriver {
             plan: String::new(),
             what: What::End(status, why),
         };
-        if self.current.is_some() {
+        if std::mem::take(&mut self.opening)
+            && self.current.as_ref().is_some_and(|c| c.name != "observe")
+        {
+            let name = self
+                .current
+                .as_ref()
+                .map(|c| c.name.clone())
+                .unwrap_or_default();
+            self.answer(json!({
+                "error": "bad-call",
+                "message": format!("{name} was not run: a task starts with a look at the screen, which is this"),
+                "observation": last.to_json(),
+            }));
+        } else if self.current.is_some() {
             self.answer(last.to_json());
         } else if !self.started {
             self.started = true;
@@ -237,46 +336,17 @@ impl Driver for RealtimeDriver {
                         since = Instant::now();
                     }
                 },
-                Note::Heard(text) => {
-                    since = Instant::now();
-                    tell(Event::Transcript {
-                        who: "person".into(),
-                        text,
-                    })
-                }
-                Note::Said(text) => {
-                    since = Instant::now();
-                    tell(Event::Transcript {
-                        who: "model".into(),
-                        text,
-                    })
-                }
-                Note::Unreachable(why) => {
-                    if !self.told_unreachable {
-                        self.told_unreachable = true;
-                        tell(Event::Narration {
-                            text: format!(
-                                "I cannot reach the model ({why}). Nothing will be done until it is back."
-                            ),
-                        });
-                    }
-                }
-                Note::Connected { again, .. } => {
-                    since = Instant::now();
-                    if again && std::mem::take(&mut self.told_unreachable) {
-                        tell(Event::Narration {
-                            text: "The model is back.".into(),
-                        });
-                    }
-                }
                 Note::GaveUp(why) => return end(Status::Failed, why),
                 Note::StopWord(w) => {
                     return end(Status::Stopped, format!("stopped: you said \"{w}\""))
                 }
+                other => {
+                    since = Instant::now();
+                    self.note(other, tell);
+                }
             }
         }
     }
-
     fn ended(&mut self, ending: &Ending) {
         let status = match ending.status {
             Status::Done => "done",
@@ -293,6 +363,10 @@ impl Driver for RealtimeDriver {
                 .recv_timeout(until.saturating_duration_since(Instant::now()))
             {
                 Ok(Note::Said(_)) | Err(_) => break,
+                Ok(Note::Call(p)) => {
+                    self.early = Some(p);
+                    break;
+                }
                 Ok(_) => {}
             }
         }

@@ -143,6 +143,8 @@ pub enum Down {
     Audio(Vec<i16>),
     /// A new task's stop latch (`voxdesk listen`: one per task).
     Latch(Arc<StopLatch>),
+    /// Close the session (other senders, the microphone's, may still be alive).
+    Close,
 }
 
 /// Counters, for the bench and the log.
@@ -221,7 +223,9 @@ impl Session {
     }
 
     fn shut(&mut self) -> Stats {
-        self.down = None;
+        if let Some(d) = self.down.take() {
+            let _ = d.blocking_send(Down::Close);
+        }
         self.thread
             .take()
             .and_then(|t| t.join().ok())
@@ -386,7 +390,7 @@ impl Net {
             tokio::select! {
                 _ = &mut sleep => return false,
                 m = self.down.recv() => match m {
-                    None => return true,
+                    None | Some(Down::Close) => return true,
                     Some(Down::Answer { call, result }) => self.untold(&call, &result),
                     Some(Down::Latch(l)) => self.new_latch(l),
                     Some(Down::Turn { text, .. }) => self.state.turns.push(text),
@@ -550,6 +554,7 @@ impl Net {
                 m = self.down.recv() => {
                     let Some(m) = m else { return Leave::Closed };
                     match m {
+                        Down::Close => return Leave::Closed,
                         Down::Audio(pcm) => {
                             let f = self.wire.audio(&pcm);
                             if s.out.try_send(f).is_err() {

@@ -18,7 +18,7 @@ fn sound_card() {
 }
 
 /// Peak level in dB of a WAV file, from `sox FILE -n stats` (`-inf` for digital silence).
-fn peak_db(wav: &Path) -> f64 {
+pub fn peak_db(wav: &Path) -> f64 {
     let o = Command::new("sox")
         .arg(wav)
         .args(["-n", "stats"])
@@ -59,10 +59,10 @@ fn heard_while(display: &str, extra: &[&str]) -> (f64, String) {
 }
 
 /// What the rig's speaker plays, recorded from `spk.monitor` into a WAV.
-struct Speaker(Guard);
+pub struct Speaker(Guard);
 
 impl Speaker {
-    fn record(wav: &Path) -> Speaker {
+    pub fn record(wav: &Path) -> Speaker {
         let g = Guard(
             Command::new("parecord")
                 .args(["-d", "spk.monitor", "--file-format=wav"])
@@ -75,7 +75,7 @@ impl Speaker {
     }
 
     /// Keep recording a moment longer, then stop: SIGINT lets parecord finish the WAV header.
-    fn stop(mut self) {
+    pub fn stop(mut self) {
         std::thread::sleep(Duration::from_millis(300));
         let child = &mut (self.0).0;
         let _ = Command::new("kill")

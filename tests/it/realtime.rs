@@ -499,3 +499,180 @@ fn missing_model_key_profile_or_a_plain_remote_endpoint_is_one_line_naming_the_f
     // Nothing was recorded: the session never started.
     assert!(!data.path().join("voxdesk/sessions").exists());
 }
+
+/// The loud span of the PCM a client streamed: (frames received, rate, seconds from the first
+/// loud frame to the last).
+fn loud_span(frames: &[Value]) -> (usize, u32, f64) {
+    use base64::Engine;
+    let mut rate = 0;
+    let mut t = 0usize;
+    let (mut first, mut last) = (None, 0usize);
+    for f in frames {
+        let a = &f["realtimeInput"]["audio"];
+        let mime = a["mimeType"].as_str().unwrap_or("");
+        rate = mime
+            .strip_prefix("audio/pcm;rate=")
+            .and_then(|r| r.parse().ok())
+            .unwrap_or_else(|| panic!("audio without its rate: {mime}"));
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(a["data"].as_str().unwrap())
+            .unwrap();
+        let pcm: Vec<i16> = bytes
+            .chunks_exact(2)
+            .map(|c| i16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        let rms = (pcm.iter().map(|&s| f64::from(s).powi(2)).sum::<f64>()
+            / pcm.len().max(1) as f64)
+            .sqrt();
+        if rms > 300.0 {
+            first.get_or_insert(t);
+            last = t + pcm.len();
+        }
+        t += pcm.len();
+    }
+    let span = first.map_or(0.0, |f| (last - f) as f64 / f64::from(rate.max(1)));
+    (frames.len(), rate, span)
+}
+
+/// The loud span of a WAV, measured as `loud_span` measures the stream (20 ms windows).
+fn wav_loud_span(wav: &Path) -> f64 {
+    use base64::Engine;
+    let raw = data_of(wav);
+    let rate = 16_000;
+    let frames: Vec<Value> = raw
+        .chunks(rate as usize / 50 * 2)
+        .map(|c| {
+            json!({"realtimeInput": {"audio": {"mimeType": "audio/pcm;rate=16000",
+                "data": base64::engine::general_purpose::STANDARD.encode(c)}}})
+        })
+        .collect();
+    loud_span(&frames).2
+}
+
+/// A WAV's samples as 16 kHz PCM16 mono, converted by sox.
+fn data_of(wav: &Path) -> Vec<u8> {
+    let o = Command::new("sox")
+        .arg(wav)
+        .args([
+            "-t", "raw", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    o.stdout
+}
+
+#[test]
+fn listen_streams_speech_from_the_mic_and_plays_the_models_speech() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start("gemini");
+    let speaker_wav = data.path().join("speaker.wav");
+    let mut c = bin();
+    c.env("DISPLAY", d)
+        .env("XDG_DATA_HOME", data.path())
+        .env("XDG_CONFIG_HOME", data.path().join("config"))
+        .env("VOXDESK_ALLOW_APPS", "XCalc")
+        .env("GEMINI_API_KEY", "k")
+        .env("VOXDESK_GEMINI_URL", server.base())
+        .args([
+            "listen",
+            "--provider",
+            "gemini",
+            "--model",
+            "gemini-3.8-live",
+        ])
+        .args(["--mode", "auto"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    let mut conn = server.accept(SOON);
+    conn.expect("setup", SOON, |v| v.get("setup").is_some());
+    conn.send(json!({"setupComplete": {}}));
+    // Wait for the mic's frames to flow, then speak into it.
+    conn.expect("audio", SOON, |v| {
+        v.pointer("/realtimeInput/audio").is_some()
+    });
+    let speech = data.path().join("speech.wav");
+    assert!(Command::new("espeak-ng")
+        .arg("-w")
+        .arg(&speech)
+        .arg("click seven, then plus five")
+        .status()
+        .unwrap()
+        .success());
+    let said = wav_loud_span(&speech);
+    assert!(Command::new("paplay")
+        .args(["-d", "micfeed"])
+        .arg(&speech)
+        .status()
+        .unwrap()
+        .success());
+    let mut frames = Vec::new();
+    let until = std::time::Instant::now() + Duration::from_millis(800);
+    while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+        if let Some(v) = conn.recv(left) {
+            if v.pointer("/realtimeInput/audio").is_some() {
+                frames.push(v);
+            }
+        }
+    }
+    let earlier: Vec<Value> = conn
+        .seen
+        .iter()
+        .filter(|v| v.pointer("/realtimeInput/audio").is_some())
+        .cloned()
+        .collect();
+    let (n, rate, span) = loud_span(&earlier);
+    assert_eq!(rate, 16_000);
+    assert!(n > 50, "only {n} frames");
+    assert!(
+        (span - said).abs() < 0.2,
+        "the speech lasted {said:.2} s; the server heard {span:.2} s of it"
+    );
+    assert!(frames.len() >= 30, "the mic stopped streaming");
+
+    // The model answers aloud: its speech reaches the speaker.
+    let rec = crate::narration::Speaker::record(&speaker_wav);
+    conn.send(
+        json!({"serverContent": {"inputTranscription": {"text": "click seven then plus five"}}}),
+    );
+    conn.send(
+        json!({"serverContent": {"modelTurn": {"parts": [{"inlineData": {
+        "mimeType": "audio/pcm;rate=24000", "data": tone_b64(800, 24000)}}]}}}),
+    );
+    conn.send(json!({"serverContent": {"turnComplete": true}}));
+    std::thread::sleep(Duration::from_millis(1200));
+    rec.stop();
+    let peak = crate::narration::peak_db(&speaker_wav);
+    // The tone is at -20.8 dBFS: heard at its own level.
+    assert!(peak > -24.0, "the model's speech was not heard ({peak} dB)");
+
+    // A task: observe, then done; it becomes a recorded session named by what was heard.
+    conn.send(
+        json!({"toolCall": {"functionCalls": [{"id": "t1", "name": "observe", "args": {}}]}}),
+    );
+    let r = conn.expect("observe's answer", SOON, |v| {
+        v.get("toolResponse").is_some()
+    });
+    assert!(r.to_string().contains("observation_id"), "{r}");
+    conn.send(
+        json!({"toolCall": {"functionCalls": [{"id": "t2", "name": "done",
+        "args": {"success": true, "summary": "Nothing to do."}}]}}),
+    );
+    conn.expect("done's answer", SOON, |v| v.get("toolResponse").is_some());
+    conn.send(json!({"serverContent": {"outputTranscription": {"text": "Nothing to do."}}}));
+    conn.send(json!({"serverContent": {"turnComplete": true}}));
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let (code, out) = finish(child);
+    assert!(out.contains("person: click seven then plus five"), "{out}");
+    assert!(code == 0 || code == 4, "{code}: {out}");
+    let rec = session_record(data.path());
+    assert_eq!(rec["task"], "click seven then plus five");
+    assert_eq!(rec["status"], "done");
+}

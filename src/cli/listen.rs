@@ -1,0 +1,173 @@
+//! `voxdesk listen`: the microphone streams to a realtime model, its speech plays and both sides are printed; each task the person asks for becomes a desk session of its own, one after another, until the emergency stop or Ctrl-C.
+
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+
+use super::{settings, stop_on_signals, Console, Exit, TerminalConfirm};
+use voxdesk::agent::registry;
+use voxdesk::agent::{drive, Limits};
+use voxdesk::desk::{Desk, RecordSpec, RefusedByLock};
+use voxdesk::input::stop::StopLatch;
+use voxdesk::realtime::driver::{RealtimeDriver, INSTRUCTION_VERSION};
+use voxdesk::realtime::session::{Playback, Silent};
+use voxdesk::record::events::{Event, Sink, Stamped};
+use voxdesk::record::session::sessions_dir;
+use voxdesk::voice::narrate::Narrator;
+
+pub struct ListenArgs {
+    pub provider: String,
+    pub model: Option<String>,
+    pub endpoint: Option<String>,
+    pub mode: Option<String>,
+    pub quiet: bool,
+    pub step_cap: usize,
+}
+
+/// One voice for every task's desk.
+struct SharedVoice(Arc<Mutex<Narrator>>);
+impl Sink for SharedVoice {
+    fn take(&mut self, e: &Stamped) -> Result<(), String> {
+        match self.0.lock() {
+            Ok(mut n) => n.take(e),
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
+    let loaded = settings(config, a.mode.clone())?;
+    let rt = &loaded.settings.realtime;
+    let model = a.model.clone().or_else(|| match a.provider.as_str() {
+        "gemini" => rt.gemini_model.clone(),
+        "openai" => rt.openai_model.clone(),
+        _ => None,
+    });
+    let (provider, model) = match registry::resolve_realtime(&a.provider, model.as_deref()) {
+        Ok(Some(pm)) => pm,
+        Ok(None) => {
+            eprintln!(
+                "voxdesk: error: listen needs a realtime provider (gemini or openai); the offline planner reads typed tasks: voxdesk run"
+            );
+            return Ok(Exit::BadInput);
+        }
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
+    let spec = match super::realtime::spec(&loaded, provider, &model, a.endpoint.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
+    // `quit` ends listening (Ctrl-C); each task has its own latch, set by a spoken stop or the
+    // emergency stop.
+    let quit = Arc::new(StopLatch::default());
+    stop_on_signals(quit.clone())?;
+    let voice = Arc::new(Mutex::new(Narrator::new(
+        !a.quiet,
+        None,
+        Some(quit.clone()),
+    )));
+    let speaker: Box<dyn Playback> = match voice.lock().ok().and_then(|n| n.speaker()) {
+        Some(s) if !a.quiet => Box::new(s),
+        _ => Box::new(Silent::new()),
+    };
+    let mut latch = Arc::new(StopLatch::default());
+    let session = spec.start(latch.clone(), speaker)?;
+    let mic = match super::realtime::mic(&session, spec.profile.input_rate) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::Failed);
+        }
+    };
+    println!(
+        "listening on {} ({} Hz) to {provider} {model}; say a task, Ctrl-C to end",
+        mic.device_name, mic.device_rate
+    );
+    let mut driver = RealtimeDriver::new(&spec, session, latch.clone(), None);
+    let mut print = |e: Event| {
+        if let Event::Transcript { who, text } = &e {
+            println!("{who}: {text}");
+        }
+        if let Event::Narration { text } = &e {
+            println!("🗣  {text}");
+            if let Ok(mut v) = voice.lock() {
+                v.say(text);
+            }
+        }
+    };
+    let mut exit = Exit::Ok;
+    loop {
+        if let Err(why) = driver.wait_for_call(&mut print, &quit) {
+            println!("{why}");
+            break;
+        }
+        // The person asked for something: a desk session for it.
+        let task = if driver.last_heard.is_empty() {
+            "(spoken task)".to_string()
+        } else {
+            driver.last_heard.clone()
+        };
+        let record = RecordSpec {
+            root: sessions_dir(),
+            task: task.clone(),
+            provider: provider.to_string(),
+            model: model.clone(),
+            decomposition: Vec::new(),
+            prompt_version: format!("{}+{INSTRUCTION_VERSION}", voxdesk::desk::PROMPT_VERSION),
+        };
+        let mut desk = match Desk::new(
+            &loaded.settings,
+            Some(record),
+            Box::new(TerminalConfirm),
+            latch.clone(),
+        ) {
+            Ok(d) => d,
+            Err(e) if e.downcast_ref::<RefusedByLock>().is_some() => {
+                eprintln!("voxdesk: {e}");
+                exit = Exit::Refused;
+                break;
+            }
+            Err(e) => return Err(e),
+        };
+        desk.subscribe(Box::new(Console));
+        desk.subscribe(Box::new(SharedVoice(voice.clone())));
+        let end = drive(
+            &mut driver,
+            &mut desk,
+            Limits {
+                step_cap: a.step_cap,
+                no_progress: loaded.settings.rails.max_failures,
+            },
+        );
+        let emergency = latch.cause() == Some(voxdesk::input::stop::Cause::EmergencyStop);
+        if let Some(d) = desk.session_dir() {
+            println!("session: {} ({:?})", d.display(), end.status);
+        }
+        drop(desk);
+        if emergency || quit.is_stopped() {
+            exit = Exit::Stopped;
+            break;
+        }
+        // The next task starts with a fresh latch: a spoken stop halted only this one.
+        latch = Arc::new(StopLatch::default());
+        driver.new_task(latch.clone());
+    }
+    let dropped = mic
+        .stats
+        .dropped_frames
+        .load(std::sync::atomic::Ordering::Relaxed);
+    drop(mic);
+    let stats = driver.finish();
+    tracing::info!(
+        "realtime: {} connection(s), {} resumed; mic frames dropped: {dropped}",
+        stats.connections,
+        stats.resumed
+    );
+    Ok(exit)
+}

@@ -1,0 +1,52 @@
+//! What `run` and `listen` share for a realtime model: the session's spec from flags, environment and config (one line naming the fix when something is missing), and the microphone streaming into the session.
+
+use voxdesk::config::Loaded;
+use voxdesk::realtime::driver::{Spec, SpecError};
+use voxdesk::realtime::endpoint::Provider;
+use voxdesk::realtime::session::{Down, Session};
+use voxdesk::voice::mic::{Mic, MicError};
+
+/// The model's frames are this long (both providers take 20–100 ms; short keeps latency low).
+pub const FRAME_MS: u32 = 20;
+
+/// The spec for `provider`/`model`: the user's profiles in the config dir's `models/` first.
+pub fn spec(
+    loaded: &Loaded,
+    provider: &str,
+    model: &str,
+    endpoint: Option<&str>,
+) -> Result<Spec, SpecError> {
+    let p = match provider {
+        "gemini" => Provider::Gemini,
+        _ => Provider::OpenAi,
+    };
+    let rt = &loaded.settings.realtime;
+    let config_url = match p {
+        Provider::Gemini => rt.gemini_url.as_deref(),
+        Provider::OpenAi => rt.openai_url.as_deref(),
+    };
+    let user_models =
+        voxdesk::config::default_path().and_then(|c| c.parent().map(|d| d.join("models")));
+    let mut spec = Spec::resolve(
+        p,
+        model,
+        endpoint,
+        |k| std::env::var(k).ok(),
+        config_url,
+        user_models.as_deref(),
+    )?;
+    spec.stop_words = rt.stop_words.clone();
+    Ok(spec)
+}
+
+/// The default microphone, streaming `FRAME_MS` frames at `rate` into the session; a full
+/// queue drops the frame (counted), never blocks the mic.
+pub fn mic(session: &Session, rate: u32) -> Result<Mic, MicError> {
+    let Some(tx) = session.audio_in() else {
+        return Err(MicError::Open("the session has ended".into()));
+    };
+    let device = std::env::var("VOXDESK_MIC").ok().filter(|d| !d.is_empty());
+    Mic::start(device.as_deref(), rate, FRAME_MS, move |f| {
+        tx.try_send(Down::Audio(f.pcm)).is_ok()
+    })
+}

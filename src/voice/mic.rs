@@ -1,0 +1,344 @@
+//! The microphone: cpal's input (the default or a named device) into a pre-allocated wait-free ring (the audio callback never allocates, locks, logs or blocks), then on the mic's own thread resampled (rubato) to the model's rate and cut into PCM16 mono frames; samples the ring could not hold and frames nobody took are counted.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
+
+/// What the mic thread hands on: one frame of PCM16 mono at the asked rate, and when its last
+/// sample was taken from the ring.
+pub struct Frame {
+    pub pcm: Vec<i16>,
+    pub at: Instant,
+}
+
+/// Counters, read at any time.
+#[derive(Debug, Default)]
+pub struct MicStats {
+    /// Samples the callback could not put in the ring (the reader fell behind).
+    pub overrun_samples: AtomicU64,
+    /// Frames the consumer refused (its queue was full).
+    pub dropped_frames: AtomicU64,
+    pub frames: AtomicU64,
+}
+
+/// A running microphone. Dropping it stops the stream and the thread.
+pub struct Mic {
+    run: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    pub stats: Arc<MicStats>,
+    /// The device's own rate, as opened.
+    pub device_rate: u32,
+    pub device_name: String,
+}
+
+/// Why the microphone cannot start: one line naming the device or the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum MicError {
+    #[error(
+        "no microphone: the audio system has no default input (is PulseAudio or PipeWire running?)"
+    )]
+    NoDevice,
+    #[error("no input device named {0:?}")]
+    NotFound(String),
+    #[error("the microphone cannot be opened: {0}")]
+    Open(String),
+    #[error("the microphone delivers {0:?} samples, which voxdesk does not read")]
+    Format(String),
+}
+
+/// The ring holds this much audio at the device's rate (the reader drains it every 5 ms).
+const RING_SECONDS: f64 = 0.5;
+
+impl Mic {
+    /// Start capturing: `frame_ms` frames at `rate` go to `sink`; `sink` returning false counts
+    /// the frame dropped (a full queue), it never blocks the mic.
+    pub fn start(
+        device: Option<&str>,
+        rate: u32,
+        frame_ms: u32,
+        mut sink: impl FnMut(Frame) -> bool + Send + 'static,
+    ) -> Result<Mic, MicError> {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let run = Arc::new(AtomicBool::new(true));
+        let stats = Arc::new(MicStats::default());
+        let (r, s) = (run.clone(), stats.clone());
+        let device = device.map(str::to_string);
+        let thread = std::thread::Builder::new()
+            .name("voxdesk-mic".into())
+            .spawn(move || {
+                // The stream lives on this thread (cpal streams are not Send).
+                let opened = open(device.as_deref(), s.clone());
+                let (stream, mut ring, device_rate, channels, name) = match opened {
+                    Ok(o) => o,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok((device_rate, name)));
+                let mut framer = match Framer::new(device_rate, rate, frame_ms, channels) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        tracing::warn!("mic: {e}");
+                        return;
+                    }
+                };
+                let mut chunk = Vec::with_capacity(ring.buffer().capacity());
+                while r.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(5));
+                    chunk.clear();
+                    let n = ring.slots();
+                    if let Ok(c) = ring.read_chunk(n) {
+                        chunk.extend(c);
+                    }
+                    let now = Instant::now();
+                    framer.push(&chunk, |pcm| {
+                        s.frames.fetch_add(1, Ordering::Relaxed);
+                        if !sink(Frame { pcm, at: now }) {
+                            s.dropped_frames.fetch_add(1, Ordering::Relaxed);
+                        }
+                    });
+                }
+                drop(stream);
+            })
+            .map_err(|e| MicError::Open(e.to_string()))?;
+        let (device_rate, device_name) = ready_rx
+            .recv()
+            .map_err(|_| MicError::Open("the mic thread ended".into()))??;
+        Ok(Mic {
+            run,
+            thread: Some(thread),
+            stats,
+            device_rate,
+            device_name,
+        })
+    }
+}
+
+impl Drop for Mic {
+    fn drop(&mut self) {
+        self.run.store(false, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+type Opened = (cpal::Stream, rtrb::Consumer<f32>, u32, usize, String);
+
+fn open(device: Option<&str>, stats: Arc<MicStats>) -> Result<Opened, MicError> {
+    let host = cpal::default_host();
+    let dev = match device {
+        None => host.default_input_device().ok_or(MicError::NoDevice)?,
+        Some(want) => host
+            .input_devices()
+            .map_err(|e| MicError::Open(e.to_string()))?
+            .find(|d| d.description().is_ok_and(|n| n.to_string() == want))
+            .ok_or_else(|| MicError::NotFound(want.to_string()))?,
+    };
+    let name = dev
+        .description()
+        .map(|d| d.to_string())
+        .unwrap_or_else(|_| "default".into());
+    let cfg = dev
+        .default_input_config()
+        .map_err(|e| MicError::Open(e.to_string()))?;
+    let rate = cfg.sample_rate();
+    let channels = usize::from(cfg.channels()).max(1);
+    let cap = (f64::from(rate) * RING_SECONDS) as usize * channels;
+    let format = cfg.sample_format();
+    let attempt = |buffer: cpal::BufferSize| {
+        let (producer, consumer) = rtrb::RingBuffer::<f32>::new(cap);
+        let mut config = cfg.config();
+        config.buffer_size = buffer;
+        build_stream(&dev, config, format, producer, stats.clone()).map(|s| (s, consumer))
+    };
+    // A small device buffer keeps the mic's latency low; a device that refuses picks its own.
+    let (stream, consumer) = match attempt(cpal::BufferSize::Fixed(rate / 100)) {
+        Ok(x) => x,
+        Err(e) => {
+            tracing::debug!("mic: a 10 ms buffer was refused ({e}); using the device's own");
+            attempt(cpal::BufferSize::Default)?
+        }
+    };
+    stream.play().map_err(|e| MicError::Open(e.to_string()))?;
+    Ok((stream, consumer, rate, channels, name))
+}
+
+fn build_stream(
+    dev: &cpal::Device,
+    config: cpal::StreamConfig,
+    format: cpal::SampleFormat,
+    mut p: rtrb::Producer<f32>,
+    stats: Arc<MicStats>,
+) -> Result<cpal::Stream, MicError> {
+    let err = |e: cpal::Error| tracing::debug!("mic: {e}");
+    match format {
+        cpal::SampleFormat::F32 => dev.build_input_stream(
+            config,
+            move |data: &[f32], _: &_| push(&mut p, data.iter().copied(), &stats),
+            err,
+            None,
+        ),
+        cpal::SampleFormat::I16 => dev.build_input_stream(
+            config,
+            move |data: &[i16], _: &_| {
+                push(&mut p, data.iter().map(|&s| f32::from(s) / 32768.0), &stats)
+            },
+            err,
+            None,
+        ),
+        other => return Err(MicError::Format(format!("{other:?}"))),
+    }
+    .map_err(|e| MicError::Open(e.to_string()))
+}
+
+/// The audio callback's whole job: copy into the ring, count what does not fit.
+fn push(p: &mut rtrb::Producer<f32>, data: impl ExactSizeIterator<Item = f32>, stats: &MicStats) {
+    let n = data.len();
+    let room = p.slots().min(n);
+    for s in data.take(room) {
+        let _ = p.push(s);
+    }
+    if room < n {
+        stats
+            .overrun_samples
+            .fetch_add((n - room) as u64, Ordering::Relaxed);
+    }
+}
+
+/// Interleaved device samples → mono → the model's rate → frames of PCM16 (pure, testable).
+pub struct Framer {
+    channels: usize,
+    resampler: Option<(rubato::Fft<f32>, Vec<f32>, Vec<f32>)>,
+    /// Mono samples at the device rate waiting for a full resampler chunk.
+    mono: Vec<f32>,
+    /// Samples at the model's rate waiting for a full frame.
+    out: Vec<i16>,
+    frame: usize,
+}
+
+impl Framer {
+    pub fn new(from: u32, to: u32, frame_ms: u32, channels: usize) -> Result<Framer, String> {
+        let frame = (to as usize * frame_ms as usize) / 1000;
+        let resampler = if from == to {
+            None
+        } else {
+            let chunk = (from as usize * frame_ms as usize) / 1000;
+            let r = rubato::Fft::<f32>::new(
+                from as usize,
+                to as usize,
+                chunk,
+                1,
+                rubato::FixedSync::Input,
+            )
+            .map_err(|e| format!("no resampler from {from} Hz to {to} Hz: {e}"))?;
+            use rubato::Resampler;
+            let out = vec![0.0; r.output_frames_max()];
+            Some((r, Vec::with_capacity(chunk), out))
+        };
+        Ok(Framer {
+            channels: channels.max(1),
+            resampler,
+            mono: Vec::new(),
+            out: Vec::new(),
+            frame: frame.max(1),
+        })
+    }
+
+    /// Take interleaved samples; call `emit` with each full frame.
+    pub fn push(&mut self, interleaved: &[f32], mut emit: impl FnMut(Vec<i16>)) {
+        for f in interleaved.chunks(self.channels) {
+            self.mono.push(f.iter().sum::<f32>() / f.len() as f32);
+        }
+        match &mut self.resampler {
+            None => self.out.extend(self.mono.drain(..).map(to_i16)),
+            Some((r, input, output)) => {
+                use audioadapter_buffers::direct::SequentialSliceOfVecs;
+                use rubato::Resampler;
+                loop {
+                    let need = r.input_frames_next();
+                    if self.mono.len() < need {
+                        break;
+                    }
+                    input.clear();
+                    input.extend(self.mono.drain(..need));
+                    let ins = [std::mem::take(input)];
+                    let mut outs = [std::mem::take(output)];
+                    let cap = outs[0].len();
+                    let res = match (
+                        SequentialSliceOfVecs::new(&ins[..], 1, need),
+                        SequentialSliceOfVecs::new_mut(&mut outs[..], 1, cap),
+                    ) {
+                        (Ok(i), Ok(mut o)) => r.process_into_buffer(&i, &mut o, None),
+                        _ => break,
+                    };
+                    let [i] = ins;
+                    let [o] = outs;
+                    *input = i;
+                    *output = o;
+                    if let Ok((_, written)) = res {
+                        self.out
+                            .extend(output[..written].iter().copied().map(to_i16));
+                    }
+                }
+            }
+        }
+        while self.out.len() >= self.frame {
+            let rest = self.out.split_off(self.frame);
+            emit(std::mem::replace(&mut self.out, rest));
+        }
+    }
+}
+
+fn to_i16(s: f32) -> i16 {
+    (s.clamp(-1.0, 1.0) * 32767.0) as i16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tone(rate: u32, ms: u32, channels: usize) -> Vec<f32> {
+        let n = (rate * ms / 1000) as usize;
+        (0..n)
+            .flat_map(|i| {
+                let s = (i as f32 * 440.0 * std::f32::consts::TAU / rate as f32).sin() * 0.5;
+                std::iter::repeat_n(s, channels)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn frames_have_the_models_rate_and_length_whatever_the_device() {
+        for (from, to, channels) in [
+            (48_000, 16_000, 2),
+            (44_100, 24_000, 1),
+            (16_000, 16_000, 1),
+        ] {
+            let mut f = Framer::new(from, to, 20, channels).unwrap();
+            let mut frames = Vec::new();
+            // One second, in uneven pieces as a callback delivers it.
+            let t = tone(from, 1000, channels);
+            for piece in t.chunks(channels * 441) {
+                f.push(piece, |pcm| frames.push(pcm));
+            }
+            assert!(frames.iter().all(|p| p.len() == (to / 50) as usize));
+            // One second in, within a frame or two of delay.
+            let samples: usize = frames.iter().map(Vec::len).sum();
+            assert!(
+                samples as i64 >= i64::from(to) - 3 * i64::from(to / 50),
+                "{from}->{to}: {samples}"
+            );
+            // The tone survives: its loudness is about 0.5 * 32767 / sqrt(2).
+            let all: Vec<i16> = frames.concat();
+            let mid = &all[all.len() / 4..all.len() * 3 / 4];
+            let rms =
+                (mid.iter().map(|&s| f64::from(s).powi(2)).sum::<f64>() / mid.len() as f64).sqrt();
+            assert!((10_000.0..13_500.0).contains(&rms), "{from}->{to}: {rms}");
+        }
+    }
+}
