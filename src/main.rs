@@ -151,6 +151,16 @@ enum BenchCmd {
         #[arg(long, default_value_t = 5)]
         runs: usize,
     },
+    /// A realtime session against a loopback Gemini Live server, on the virtual desktop and
+    /// sound card: mic → socket, tool call → response, interrupted → silent, memory over a
+    /// long session with two resumptions (run it with `cargo xtask rig --`).
+    Voice {
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// How long the simulated session lasts (600 for the ten minutes).
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+    },
     /// Emergency-stop latency, rail checking and dispatch overhead (run it on a virtual desktop:
     /// it presses Shift and the stop combination).
     Act {
@@ -335,6 +345,7 @@ fn run(cli: Cli) -> Result<Exit> {
                 "{}",
                 match what {
                     BenchCmd::Loop { runs } => cli::bench::loop_(runs)?,
+                    BenchCmd::Voice { runs, seconds } => cli::bench_voice::voice(runs, seconds)?,
                     BenchCmd::Act { runs } => cli::bench::act(runs)?,
                     BenchCmd::Tasks { runs, only } =>
                         cli::bench_tasks::tasks(runs, only.as_deref())?,

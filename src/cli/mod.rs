@@ -3,6 +3,7 @@
 pub mod act;
 pub mod bench;
 pub mod bench_tasks;
+pub mod bench_voice;
 pub mod doctor;
 pub mod listen;
 pub mod look;
