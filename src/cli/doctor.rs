@@ -144,6 +144,29 @@ pub fn run() -> Vec<Check> {
         Ok(()) => Check::ok("audio-output", "the default output opens"),
         Err(e) => Check::warn("audio-output", format!("no audio output ({e}): narration is printed only"), "start the desktop's sound server (PulseAudio or PipeWire) and install libasound2-plugins so ALSA's default reaches it"),
     });
+    // The microphone: opened for a moment, never recorded.
+    out.push(
+        match voxdesk::voice::mic::Mic::start(None, 16_000, 20, |_| true) {
+            Ok(m) => Check::ok(
+                "microphone",
+                format!("{} ({} Hz)", m.device_name, m.device_rate),
+            ),
+            Err(e) => Check::warn(
+                "microphone",
+                format!("{e}: `voxdesk listen` cannot hear you; `run` still works"),
+                "start the desktop's sound server and install libasound2-plugins",
+            ),
+        },
+    );
+    // Which realtime providers have a key (never the key itself).
+    let keys: Vec<String> = [("gemini", "GEMINI_API_KEY"), ("openai", "OPENAI_API_KEY")]
+        .iter()
+        .map(|(p, var)| {
+            let set = env(var).is_some_and(|v| !v.trim().is_empty());
+            format!("{p}: {}", if set { "key set" } else { "no key" })
+        })
+        .collect();
+    out.push(Check::ok("realtime-keys", keys.join(", ")));
     out
 }
 

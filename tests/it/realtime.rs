@@ -676,3 +676,37 @@ fn listen_streams_speech_from_the_mic_and_plays_the_models_speech() {
     assert_eq!(rec["task"], "click seven then plus five");
     assert_eq!(rec["status"], "done");
 }
+
+#[test]
+fn the_emergency_stop_cancels_the_models_response_and_ends_the_task() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start("openai");
+    let child = realtime_cmd(d, data.path(), "openai", "gpt-realtime", &server.base())
+        .spawn()
+        .unwrap();
+    let mut c = server.accept(SOON);
+    c.expect("session.update", SOON, |v| {
+        openai_kind(v) == "session.update"
+    });
+    c.send(json!({"type": "session.updated", "session": {}}));
+    c.expect("response.create", SOON, |v| {
+        openai_kind(v) == "response.create"
+    });
+    // The model is talking (a long answer) when the person holds the emergency stop.
+    c.send(json!({"type": "response.created", "response": {"id": "r1"}}));
+    c.send(
+        json!({"type": "response.output_audio.delta", "response_id": "r1", "item_id": "i1",
+        "output_index": 0, "content_index": 0, "delta": tone_b64(3000, 24000)}),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    hold_stop_combo(d);
+    c.expect("response.cancel", SOON, |v| {
+        openai_kind(v) == "response.cancel"
+    });
+    let (code, out) = finish(child);
+    assert_eq!(code, 4, "{out}");
+    assert_eq!(session_record(data.path())["status"], "stopped");
+}
