@@ -257,6 +257,9 @@ struct State {
     heard: String,
     said: String,
     stop_handled: bool,
+    /// Running calls the model cancelled (new speech cancels a BLOCKING call): the desk cannot
+    /// undo them, so their results are told with the next message, never as their answers.
+    cancelled_running: std::collections::HashSet<String>,
 }
 
 enum Leave {
@@ -530,6 +533,9 @@ impl Net {
                             }
                             Up::Cancelled(ids) => {
                                 let dropped = self.state.calls.cancel(&ids);
+                                self.state.cancelled_running.extend(
+                                    ids.iter().filter(|id| !dropped.contains(id)).cloned(),
+                                );
                                 tracing::info!("realtime: the model cancelled {ids:?} ({} not yet run)", dropped.len());
                             }
                             Up::GoAway(left) => {
@@ -554,7 +560,14 @@ impl Net {
                 m = self.down.recv() => {
                     let Some(m) = m else { return Leave::Closed };
                     match m {
-                        Down::Close => return Leave::Closed,
+                        Down::Close => {
+                            // A stop that ends the task may close the session before the
+                            // next tick: the model's response is still cancelled.
+                            if self.latch.is_stopped() && !self.state.stop_handled {
+                                self.halt(s).await;
+                            }
+                            return Leave::Closed;
+                        }
                         Down::Audio(pcm) => {
                             let f = self.wire.audio(&pcm);
                             if s.out.try_send(f).is_err() {
@@ -570,7 +583,8 @@ impl Net {
                         Down::Answer { call, result } => {
                             let _ = self.state.calls.answered(&call.id);
                             self.state.done.push(summary(&call, &result));
-                            let here = self.state.call_conn.remove(&call.id) == Some(conn);
+                            let cancelled = self.state.cancelled_running.remove(&call.id);
+                            let here = self.state.call_conn.remove(&call.id) == Some(conn) && !cancelled;
                             if here {
                                 let mut result = result;
                                 let untold = std::mem::take(&mut self.state.untold);
