@@ -80,6 +80,7 @@ impl FakeDesk {
             picture: (1280, 720),
             targets: targets.clone(),
             capture_targets: targets,
+            jpeg: None,
         }
     }
 

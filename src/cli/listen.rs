@@ -137,6 +137,7 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         };
         desk.subscribe(Box::new(Console));
         desk.subscribe(Box::new(SharedVoice(voice.clone())));
+        desk.send_pictures(super::realtime::pictures(&spec));
         let end = drive(
             &mut driver,
             &mut desk,

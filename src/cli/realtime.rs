@@ -39,6 +39,17 @@ pub fn spec(
     Ok(spec)
 }
 
+/// Pictures for this deployment: only when its capability record says it uses them, at its
+/// JPEG quality, never larger than the 1280x720 picture the targets' boxes are measured in.
+pub fn pictures(spec: &Spec) -> Option<voxdesk::screen::picture::PictureConfig> {
+    let p = &spec.profile;
+    p.sends_pictures()
+        .then(|| voxdesk::screen::picture::PictureConfig {
+            quality: p.image.jpeg_quality.clamp(10, 100),
+            ..Default::default()
+        })
+}
+
 /// The default microphone, streaming `FRAME_MS` frames at `rate` into the session; a full
 /// queue drops the frame (counted), never blocks the mic.
 pub fn mic(session: &Session, rate: u32) -> Result<Mic, MicError> {

@@ -160,6 +160,7 @@ fn realtime(
         Err(e) => return Err(e),
     };
     desk.subscribe(Box::new(Console));
+    desk.send_pictures(super::realtime::pictures(&spec));
     // One voice thread owns the speaker: voxdesk's own sentences and the model's speech.
     let narrator = Narrator::new(!a.quiet, a.narration_wav, Some(latch.clone()));
     let speaker: Box<dyn Playback> = match narrator.speaker() {

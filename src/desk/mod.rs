@@ -140,6 +140,7 @@ impl Observation {
                 })
                 .collect(),
             capture_targets: self.perception.targets.clone(),
+            jpeg: None,
         }
     }
 }
@@ -177,6 +178,8 @@ pub struct Desk {
     ended: Option<(Status, String)>,
     stop_told: bool,
     failure: Option<String>,
+    /// Observations carry the annotated JPEG (for a model measured to use pictures).
+    model_pictures: Option<PictureConfig>,
 }
 
 impl Desk {
@@ -269,6 +272,7 @@ impl Desk {
             ended: None,
             stop_told: false,
             failure: None,
+            model_pictures: None,
         })
     }
 
@@ -288,6 +292,24 @@ impl Desk {
 
     pub fn record(&self) -> Option<&crate::record::session::SessionRecord> {
         self.recorder.as_ref().map(|r| &r.record)
+    }
+
+    /// Give every observation the picture the model sees (≤ the config's size, JPEG at its
+    /// quality), or none (the default: a picture is sent only where it was measured to help).
+    pub fn send_pictures(&mut self, cfg: Option<PictureConfig>) {
+        self.model_pictures = cfg;
+    }
+
+    /// An observation as the driver sees it, with its picture when pictures are asked for.
+    fn view_of(&self, obs: &Observation) -> ObservationView {
+        let mut v = obs.view();
+        if let Some(cfg) = self.model_pictures {
+            match picture::model_picture(&obs.frame, &obs.perception.targets, cfg) {
+                Ok(p) => v.jpeg = Some(Arc::new(p.jpeg)),
+                Err(e) => tracing::warn!("no picture for the model: {e}"),
+            }
+        }
+        v
     }
 
     pub fn mode(&self) -> Mode {
@@ -403,7 +425,7 @@ impl Desk {
             Err(e) => return self.capture_error(e),
         };
         let obs = self.shown(obs);
-        let view = obs.view();
+        let view = self.view_of(&obs);
         self.observed(&view);
         self.latest = Some(obs);
         ToolResult::Observation(view)
@@ -468,7 +490,7 @@ impl Desk {
                 // batch was checked against, and it is still the latest.
                 let after = after.unwrap_or(p.obs);
                 if p.result.after.is_none() {
-                    p.result.after = Some(after.view());
+                    p.result.after = Some(self.view_of(&after));
                 }
                 self.latest = Some(after);
                 ToolResult::Act(Box::new(p.result))
@@ -667,7 +689,7 @@ impl Desk {
                 None => verdict.name().into(),
             },
         });
-        let view = after.view();
+        let view = self.view_of(&after);
         self.observed(&view);
         p.result.after = Some(view);
         Ok(Some(after))

@@ -69,6 +69,9 @@ pub struct ObservationView {
     pub targets: Vec<Target>,
     /// The targets in capture pixels (what the offline planner binds labels against).
     pub capture_targets: Vec<Target>,
+    /// The annotated picture (numbered boxes) as JPEG, only when the desk was asked for
+    /// pictures (a model whose deployment is measured to use them).
+    pub jpeg: Option<std::sync::Arc<Vec<u8>>>,
 }
 
 /// What the act tool did with a batch, as a whole.
@@ -352,6 +355,7 @@ mod tests {
             picture: (1280, 720),
             targets: vec![t.clone()],
             capture_targets: vec![t],
+            jpeg: None,
         }
     }
 

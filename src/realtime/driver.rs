@@ -223,8 +223,16 @@ impl RealtimeDriver {
     }
 
     fn answer(&mut self, result: Value) {
+        self.answer_with(result, None);
+    }
+
+    fn answer_with(&mut self, result: Value, picture: Option<(String, Vec<u8>)>) {
         if let Some(call) = self.current.take() {
-            self.session.send(Down::Answer { call, result });
+            self.session.send(Down::Answer {
+                call,
+                result,
+                picture,
+            });
         }
     }
 
@@ -286,13 +294,18 @@ impl Driver for RealtimeDriver {
                 "observation": last.to_json(),
             }));
         } else if self.current.is_some() {
-            self.answer(last.to_json());
+            let picture = last
+                .observation()
+                .and_then(|o| Some((o.id.clone(), o.jpeg.as_ref()?.to_vec())));
+            self.answer_with(last.to_json(), picture);
         } else if !self.started {
             self.started = true;
             if let Some(task) = &self.task {
                 self.session.send(Down::Turn {
                     text: first_turn(task, last),
-                    jpeg: None,
+                    jpeg: last
+                        .observation()
+                        .and_then(|o| o.jpeg.as_ref().map(|j| j.to_vec())),
                 });
             }
         }

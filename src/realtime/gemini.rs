@@ -138,6 +138,14 @@ pub fn audio_frame(pcm: &[i16], rate: u32) -> String {
     .to_string()
 }
 
+/// A `realtimeInput` video frame: one JPEG of the screen, sent with an observation only (never
+/// as a stream: every frame is billed, and audio+video sessions without compression end early).
+pub fn video_frame(jpeg: &[u8]) -> String {
+    let data = base64::engine::general_purpose::STANDARD.encode(jpeg);
+    serde_json::json!({"realtimeInput": {"video": {"data": data, "mimeType": "image/jpeg"}}})
+        .to_string()
+}
+
 /// A `realtimeInput` frame telling the server the microphone paused (automatic activity
 /// detection flushes what it holds).
 pub fn audio_stream_end_frame() -> String {

@@ -59,6 +59,7 @@ fn frames() -> Vec<(&'static str, String)> {
             gemini::audio_frame(&[0, 1, -1, i16::MAX], gemini::INPUT_RATE),
         ),
         ("gemini", gemini::audio_stream_end_frame()),
+        ("gemini", gemini::video_frame(&jpeg)),
         ("gemini", gemini::text_turn_frame("open the invoice")),
         (
             "gemini",

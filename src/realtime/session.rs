@@ -132,9 +132,11 @@ pub enum Note {
 
 /// What the driver sends the network side.
 pub enum Down {
+    /// The desk's answer; `picture`: the observation's (id, JPEG) when pictures are allowed.
     Answer {
         call: Pending,
         result: Value,
+        picture: Option<(String, Vec<u8>)>,
     },
     Turn {
         text: String,
@@ -394,7 +396,7 @@ impl Net {
                 _ = &mut sleep => return false,
                 m = self.down.recv() => match m {
                     None | Some(Down::Close) => return true,
-                    Some(Down::Answer { call, result }) => self.untold(&call, &result),
+                    Some(Down::Answer { call, result, .. }) => self.untold(&call, &result),
                     Some(Down::Latch(l)) => self.new_latch(l),
                     Some(Down::Turn { text, .. }) => self.state.turns.push(text),
                     Some(Down::Audio(_)) => self.state.stats.audio_dropped += 1,
@@ -580,7 +582,7 @@ impl Net {
                                 let _ = s.out.send(f).await;
                             }
                         }
-                        Down::Answer { call, result } => {
+                        Down::Answer { call, result, picture } => {
                             let _ = self.state.calls.answered(&call.id);
                             self.state.done.push(summary(&call, &result));
                             let cancelled = self.state.cancelled_running.remove(&call.id);
@@ -591,7 +593,12 @@ impl Net {
                                 if !untold.is_empty() {
                                     result["earlier"] = Value::from(untold.join("; "));
                                 }
-                                for f in self.wire.answer(&call, &result) {
+                                let frames = picture
+                                    .map(|(id, jpeg)| self.wire.picture(&id, &jpeg))
+                                    .unwrap_or_default()
+                                    .into_iter()
+                                    .chain(self.wire.answer(&call, &result));
+                                for f in frames.collect::<Vec<_>>() {
                                     let _ = s.out.send(f).await;
                                 }
                             } else {

@@ -69,6 +69,9 @@ pub trait Wire: Send {
     fn user_turn(&mut self, text: &str, jpeg: Option<&[u8]>) -> Vec<String>;
     /// The desk's answer to `call`, asking for the model's next response.
     fn answer(&mut self, call: &Pending, result: &Value) -> Vec<String>;
+    /// The picture of an observation, sent just before the answer that carries it (no
+    /// response of its own).
+    fn picture(&mut self, observation_id: &str, jpeg: &[u8]) -> Vec<String>;
     /// Cancel the model's response in progress (the emergency stop, a spoken stop).
     fn cancel(&mut self) -> Vec<String>;
     /// Tell the server what of an interrupted item was heard (OpenAI's truncate).
@@ -189,6 +192,9 @@ impl Wire for GeminiWire {
             name: call.name.clone(),
             response: as_object(result),
         }])]
+    }
+    fn picture(&mut self, _: &str, jpeg: &[u8]) -> Vec<String> {
+        vec![gemini::video_frame(jpeg)]
     }
     fn cancel(&mut self) -> Vec<String> {
         // Gemini has no cancel: the session fences the turn's audio and answers the call.
@@ -350,6 +356,12 @@ impl Wire for OpenAiWire {
         let mut v = vec![openai::function_output(&call.id, result)];
         v.extend(self.respond());
         v
+    }
+    fn picture(&mut self, observation_id: &str, jpeg: &[u8]) -> Vec<String> {
+        vec![openai::user_message(
+            &format!("The screen of observation {observation_id}, its targets numbered."),
+            Some(jpeg),
+        )]
     }
     fn cancel(&mut self) -> Vec<String> {
         self.want_response = false;

@@ -743,3 +743,87 @@ fn the_emergency_stop_cancels_the_models_response_and_ends_the_task() {
     assert_eq!(code, 4, "{out}");
     assert_eq!(session_record(data.path())["status"], "stopped");
 }
+
+#[test]
+fn a_deployment_measured_to_use_pictures_gets_the_annotated_screen_with_each_observation() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    // The user's own profile, measured: it comes before the shipped one.
+    let models = data.path().join("config/voxdesk/models/openai");
+    std::fs::create_dir_all(&models).unwrap();
+    let shipped = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("models/openai/gpt-realtime.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        models.join("gpt-realtime.toml"),
+        shipped.replace("vision = \"unknown\"", "vision = \"describe-only\""),
+    )
+    .unwrap();
+    let server = Server::start("openai");
+    let child = realtime_cmd(d, data.path(), "openai", "gpt-realtime", &server.base())
+        .spawn()
+        .unwrap();
+    let mut c = server.accept(SOON);
+    c.expect("session.update", SOON, |v| {
+        openai_kind(v) == "session.update"
+    });
+    c.send(json!({"type": "session.updated", "session": {}}));
+    let jpeg_of = |item: &Value| -> Option<image::DynamicImage> {
+        use base64::Engine;
+        let url = item["item"]["content"]
+            .as_array()?
+            .iter()
+            .find(|p| p["type"] == "input_image")?["image_url"]
+            .as_str()?
+            .to_string();
+        let b64 = url.strip_prefix("data:image/jpeg;base64,")?;
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+        image::load_from_memory_with_format(&bytes, image::ImageFormat::Jpeg).ok()
+    };
+    let task = c.expect("the task item", SOON, |v| {
+        openai_kind(v) == "conversation.item.create"
+    });
+    let pic = jpeg_of(&task).expect("the first turn carries the picture");
+    assert!(
+        pic.width() <= 1280 && pic.height() <= 720,
+        "{}x{}",
+        pic.width(),
+        pic.height()
+    );
+    c.expect("response.create", SOON, |v| {
+        openai_kind(v) == "response.create"
+    });
+    c.send(json!({"type": "response.created", "response": {"id": "r1"}}));
+    c.send(
+        json!({"type": "response.function_call_arguments.done", "response_id": "r1",
+        "item_id": "i1", "call_id": "c1", "name": "observe", "arguments": "{}"}),
+    );
+    c.send(json!({"type": "response.done", "response": {"id": "r1", "status": "completed"}}));
+    // The observation's picture, then its output: in that order.
+    let first = c.expect("an item", SOON, |v| {
+        openai_kind(v) == "conversation.item.create"
+    });
+    assert!(
+        jpeg_of(&first).is_some(),
+        "no picture before the output: {first}"
+    );
+    let out = c.expect("the output", SOON, |v| {
+        openai_kind(v) == "conversation.item.create"
+    });
+    assert_eq!(out["item"]["type"], "function_call_output");
+    c.expect("response.create", SOON, |v| {
+        openai_kind(v) == "response.create"
+    });
+    c.send(json!({"type": "response.created", "response": {"id": "r2"}}));
+    c.send(
+        json!({"type": "response.function_call_arguments.done", "response_id": "r2",
+        "item_id": "i2", "call_id": "c2", "name": "done",
+        "arguments": "{\"success\": true, \"summary\": \"Looked.\"}"}),
+    );
+    c.send(json!({"type": "response.done", "response": {"id": "r2", "status": "completed"}}));
+    let (code, out) = finish(child);
+    assert_eq!(code, 0, "{out}");
+}
