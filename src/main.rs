@@ -93,6 +93,17 @@ enum Cmd {
         #[arg(long, default_value_t = 20)]
         step_cap: usize,
     },
+    /// Measure whether a realtime deployment finds the numbered boxes on a picture of this
+    /// screen (one paid call, only when you run it); the verdict is cached for 30 days and decides
+    /// whether observations carry pictures.
+    Probe {
+        #[arg(long)]
+        provider: String,
+        #[arg(long)]
+        model: Option<String>,
+        #[arg(long, value_name = "URL")]
+        endpoint: Option<String>,
+    },
     /// List recorded sessions.
     Sessions,
     /// Write a self-contained HTML report of a session (an id from `voxdesk sessions`, or a path).
@@ -267,6 +278,16 @@ fn code(e: Exit) -> u8 {
 fn run(cli: Cli) -> Result<Exit> {
     let config = cli.config.as_deref();
     match cli.cmd {
+        Cmd::Probe {
+            provider,
+            model,
+            endpoint,
+        } => cli::probe::probe(
+            &provider,
+            model.as_deref(),
+            endpoint.as_deref(),
+            config.as_deref(),
+        ),
         Cmd::Listen {
             provider,
             model,

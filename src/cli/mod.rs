@@ -7,6 +7,7 @@ pub mod bench_voice;
 pub mod doctor;
 pub mod listen;
 pub mod look;
+pub mod probe;
 pub mod realtime;
 pub mod run;
 pub mod sessions;

@@ -27,6 +27,10 @@ pub fn spec(
     };
     let user_models =
         voxdesk::config::default_path().and_then(|c| c.parent().map(|d| d.join("models")));
+    let cache = capability_dir();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let mut spec = Spec::resolve(
         p,
         model,
@@ -34,9 +38,15 @@ pub fn spec(
         |k| std::env::var(k).ok(),
         config_url,
         user_models.as_deref(),
+        cache.as_deref().map(|d| (d, now)),
     )?;
     spec.stop_words = rt.stop_words.clone();
     Ok(spec)
+}
+
+/// Where `voxdesk probe` caches what it measured (`$XDG_CACHE_HOME/voxdesk/capability`).
+pub fn capability_dir() -> Option<std::path::PathBuf> {
+    directories::ProjectDirs::from("", "", "voxdesk").map(|d| d.cache_dir().join("capability"))
 }
 
 /// Pictures for this deployment: only when its capability record says it uses them, at its

@@ -49,8 +49,13 @@ impl Spec {
         env: impl Fn(&str) -> Option<String> + Copy,
         config_base: Option<&str>,
         user_models: Option<&std::path::Path>,
+        measured: Option<(&std::path::Path, u64)>,
     ) -> Result<Spec, SpecError> {
-        let profile = profile::find(user_models, provider, model)?;
+        let mut profile = profile::find(user_models, provider, model)?;
+        // What `voxdesk probe` measured (dir, now), while it has not expired.
+        if let Some((dir, now)) = measured {
+            profile::apply_cached(&mut profile, dir, provider, now);
+        }
         let ep = endpoint::endpoint(
             provider,
             model,

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use super::endpoint::Provider;
 
 /// What a model was measured to do with a picture of the screen (`voxdesk probe`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Vision {
     /// It finds the numbered boxes in the picture.
@@ -126,6 +126,100 @@ impl Profile {
     }
 }
 
+/// A capability measured by `voxdesk probe`, cached with an expiry.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+pub struct Measured {
+    pub vision: Vision,
+    /// The day it was measured (YYYY-MM-DD, UTC).
+    pub measured: String,
+    /// Seconds since the Unix epoch after which it is measured again.
+    pub expires_unix: u64,
+}
+
+/// A measurement is good for this long.
+pub const MEASURED_FOR_DAYS: u64 = 30;
+
+/// Where a deployment's measured capability is cached under `dir`.
+pub fn cache_path(dir: &std::path::Path, provider: Provider, model: &str) -> std::path::PathBuf {
+    dir.join(provider.name()).join(format!("{model}.json"))
+}
+
+/// The profile with its cached measurement applied, when there is one that has not expired
+/// (an unreadable cache is ignored: the profile's own record stands).
+pub fn apply_cached(p: &mut Profile, dir: &std::path::Path, provider: Provider, now_unix: u64) {
+    let Ok(text) = std::fs::read_to_string(cache_path(dir, provider, &p.model)) else {
+        return;
+    };
+    match serde_json::from_str::<Measured>(&text) {
+        Ok(m) if m.expires_unix > now_unix => {
+            p.capability = Capability {
+                vision: m.vision,
+                measured: m.measured,
+            }
+        }
+        Ok(_) => tracing::info!(
+            "the measured capability of {} has expired: run voxdesk probe",
+            p.model
+        ),
+        Err(e) => tracing::warn!("ignoring the capability cache of {}: {e}", p.model),
+    }
+}
+
+/// The probe's verdict (pure): every box named right grounds; answers that name boxes, some
+/// wrong, describe; no answer at all decides nothing.
+pub fn judge(answers: &[(u32, Option<u32>)]) -> Option<Vision> {
+    let answered: Vec<_> = answers.iter().filter(|(_, got)| got.is_some()).collect();
+    if answered.is_empty() {
+        return None;
+    }
+    Some(
+        if answered.len() == answers.len() && answered.iter().all(|(want, got)| Some(*want) == *got)
+        {
+            Vision::NativeVisionGrounding
+        } else {
+            Vision::DescribeOnly
+        },
+    )
+}
+
+/// The first whole number in a model's answer ("Box 12." → 12), digits or English words up to
+/// twenty (speech transcripts spell them).
+pub fn number_in(text: &str) -> Option<u32> {
+    const WORDS: [&str; 21] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+    ];
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .find_map(|w| {
+            w.parse::<u32>().ok().or_else(|| {
+                WORDS
+                    .iter()
+                    .position(|x| x.eq_ignore_ascii_case(w))
+                    .map(|i| i as u32)
+            })
+        })
+}
+
 /// The profiles shipped inside the binary (`models/` at build time).
 const SHIPPED: &[(&str, &str, &str)] = &[
     (
@@ -211,6 +305,42 @@ mod tests {
             assert_eq!(p.capability.vision, Vision::Unknown);
             assert!(!p.sends_pictures());
         }
+    }
+
+    #[test]
+    fn a_probe_grounds_only_when_every_box_is_named_right_and_its_cache_expires() {
+        assert_eq!(
+            judge(&[(3, Some(3)), (9, Some(9))]),
+            Some(Vision::NativeVisionGrounding)
+        );
+        assert_eq!(
+            judge(&[(3, Some(3)), (9, Some(4))]),
+            Some(Vision::DescribeOnly)
+        );
+        assert_eq!(
+            judge(&[(3, Some(3)), (9, None)]),
+            Some(Vision::DescribeOnly)
+        );
+        assert_eq!(judge(&[(3, None)]), None);
+        assert_eq!(number_in("It is box 12."), Some(12));
+        assert_eq!(number_in("Box seven"), Some(7));
+        assert_eq!(number_in("I cannot tell"), None);
+        let dir = std::env::temp_dir().join(format!("voxdesk-cap-{}", std::process::id()));
+        let path = cache_path(&dir, Provider::OpenAi, "gpt-realtime");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let m = Measured {
+            vision: Vision::DescribeOnly,
+            measured: "2026-12-02".into(),
+            expires_unix: 1000,
+        };
+        std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
+        let mut p = find(None, Provider::OpenAi, "gpt-realtime").unwrap();
+        apply_cached(&mut p, &dir, Provider::OpenAi, 2000);
+        assert_eq!(p.capability.vision, Vision::Unknown, "expired");
+        apply_cached(&mut p, &dir, Provider::OpenAi, 999);
+        assert_eq!(p.capability.vision, Vision::DescribeOnly);
+        assert_eq!(p.capability.measured, "2026-12-02");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -20,6 +20,7 @@ fn realtime_cmd(display: &str, data: &Path, provider: &str, model: &str, base: &
     c.env("DISPLAY", display)
         .env("XDG_DATA_HOME", data)
         .env("XDG_CONFIG_HOME", data.join("config"))
+        .env("XDG_CACHE_HOME", data.join("cache"))
         .env("VOXDESK_ALLOW_APPS", "XCalc")
         .env("GEMINI_API_KEY", "test-key-gemini")
         .env("OPENAI_API_KEY", "test-key-openai")
@@ -824,6 +825,89 @@ fn a_deployment_measured_to_use_pictures_gets_the_annotated_screen_with_each_obs
         "arguments": "{\"success\": true, \"summary\": \"Looked.\"}"}),
     );
     c.send(json!({"type": "response.done", "response": {"id": "r2", "status": "completed"}}));
+    let (code, out) = finish(child);
+    assert_eq!(code, 0, "{out}");
+}
+
+#[test]
+fn a_probe_measures_the_deployment_and_its_cached_verdict_turns_pictures_on() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start("gemini");
+    let mut probe = bin();
+    probe
+        .env("DISPLAY", d)
+        .env("XDG_DATA_HOME", data.path())
+        .env("XDG_CONFIG_HOME", data.path().join("config"))
+        .env("XDG_CACHE_HOME", data.path().join("cache"))
+        .env("GEMINI_API_KEY", "k")
+        .env("VOXDESK_GEMINI_URL", server.base())
+        .args([
+            "probe",
+            "--provider",
+            "gemini",
+            "--model",
+            "gemini-3.8-live",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = probe.spawn().unwrap();
+    let mut c = server.accept(SOON);
+    c.expect("setup", SOON, |v| v.get("setup").is_some());
+    c.send(json!({"setupComplete": {}}));
+    // Each question carries the picture; this model names a box that is not there.
+    let mut asked = 0;
+    while let Some(q) = c.recv(Duration::from_secs(5)) {
+        let Some(parts) = q
+            .pointer("/clientContent/turns/0/parts")
+            .and_then(Value::as_array)
+        else {
+            continue;
+        };
+        assert!(
+            parts
+                .iter()
+                .any(|p| p["inlineData"]["mimeType"] == "image/jpeg"),
+            "a question without its picture: {q}"
+        );
+        asked += 1;
+        c.send(json!({"serverContent": {"outputTranscription": {"text": "Box 999."}}}));
+        c.send(json!({"serverContent": {"turnComplete": true}}));
+    }
+    let (code, out) = finish(child);
+    assert_eq!(code, 0, "{out}");
+    assert!((1..=3).contains(&asked), "{asked} questions: {out}");
+    let cached: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            data.path()
+                .join("cache/voxdesk/capability/gemini/gemini-3.8-live.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(cached["vision"], "describe-only", "{out}");
+
+    // Measured: a run now sends the annotated screen with its first turn.
+    let child = realtime_cmd(d, data.path(), "gemini", "gemini-3.8-live", &server.base())
+        .spawn()
+        .unwrap();
+    let mut c = server.accept(SOON);
+    c.expect("setup", SOON, |v| v.get("setup").is_some());
+    c.send(json!({"setupComplete": {}}));
+    let turn = c.expect("the task turn", SOON, |v| v.get("clientContent").is_some());
+    let parts = turn["clientContent"]["turns"][0]["parts"]
+        .as_array()
+        .unwrap();
+    assert!(parts
+        .iter()
+        .any(|p| p["inlineData"]["mimeType"] == "image/jpeg"));
+    c.send(
+        json!({"toolCall": {"functionCalls": [{"id": "p1", "name": "done",
+        "args": {"success": true, "summary": "Seen."}}]}}),
+    );
+    c.expect("done's answer", SOON, |v| v.get("toolResponse").is_some());
     let (code, out) = finish(child);
     assert_eq!(code, 0, "{out}");
 }

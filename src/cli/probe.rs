@@ -1,0 +1,178 @@
+//! `voxdesk probe`: the one explicit, paid call that measures whether a deployment finds the numbered boxes in a picture of the screen; the verdict is cached with an expiry and decides whether observations carry pictures.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Result;
+
+use super::{settings, Exit};
+use voxdesk::agent::registry;
+use voxdesk::desk::confirm::Nobody;
+use voxdesk::desk::tool::{ToolCall, ToolResult};
+use voxdesk::desk::{Desk, Host};
+use voxdesk::input::stop::StopLatch;
+use voxdesk::realtime::profile::{self, Measured};
+use voxdesk::realtime::session::{Down, Note, Silent};
+
+/// How long one answer may take.
+const ANSWER_WITHIN: Duration = Duration::from_secs(30);
+
+pub fn probe(
+    provider: &str,
+    model: Option<&str>,
+    endpoint: Option<&str>,
+    config: Option<&std::path::Path>,
+) -> Result<Exit> {
+    let loaded = settings(config, Some("observe".into()))?;
+    let rt = &loaded.settings.realtime;
+    let model = model.map(str::to_string).or_else(|| match provider {
+        "gemini" => rt.gemini_model.clone(),
+        "openai" => rt.openai_model.clone(),
+        _ => None,
+    });
+    let (provider, model) = match registry::resolve_realtime(provider, model.as_deref()) {
+        Ok(Some(pm)) => pm,
+        Ok(None) => {
+            eprintln!("voxdesk: error: probe measures a realtime model (gemini or openai)");
+            return Ok(Exit::BadInput);
+        }
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
+    let spec = match super::realtime::spec(&loaded, provider, &model, endpoint) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
+    let Some(cache) = super::realtime::capability_dir() else {
+        eprintln!("voxdesk: error: no cache directory to keep the measurement in (set HOME)");
+        return Ok(Exit::Failed);
+    };
+    println!("probe: one paid call to {provider} {model}, asking it to find numbered boxes on a picture of this screen");
+    // Look, touching nothing (observe mode, no record).
+    let latch = Arc::new(StopLatch::default());
+    let mut desk = Desk::new(&loaded.settings, None, Box::new(Nobody), latch.clone())?;
+    desk.send_pictures(Some(voxdesk::screen::picture::PictureConfig {
+        quality: spec.profile.image.jpeg_quality.clamp(10, 100),
+        ..Default::default()
+    }));
+    let obs = match desk.call(&ToolCall::Observe) {
+        ToolResult::Observation(o) => o,
+        other => {
+            eprintln!(
+                "voxdesk: error: cannot look at the screen: {}",
+                other.to_json()
+            );
+            return Ok(Exit::Failed);
+        }
+    };
+    drop(desk);
+    let Some(jpeg) = obs.jpeg.clone() else {
+        eprintln!("voxdesk: error: no picture of the screen could be made");
+        return Ok(Exit::Failed);
+    };
+    // Up to three labels, each a word found once on screen, to ask about.
+    let unique = |text: &str| obs.targets.iter().filter(|t| t.text == text).count() == 1;
+    let asks: Vec<(u32, String)> = obs
+        .targets
+        .iter()
+        .filter(|t| t.text.len() >= 3 && t.text.chars().all(char::is_alphabetic) && unique(&t.text))
+        .take(3)
+        .map(|t| (t.id, t.text.clone()))
+        .collect();
+    if asks.is_empty() {
+        eprintln!("voxdesk: error: no labelled word on screen to ask about: open an application with labelled buttons and probe again");
+        return Ok(Exit::Failed);
+    }
+    let session = spec.start(latch, Box::new(Silent::new()))?;
+    let mut answers = Vec::new();
+    for (id, label) in &asks {
+        session.send(Down::Turn {
+            text: format!(
+                "This is a picture of a screen; each magenta box has a number on a tag at its top-left corner. \
+                 What is the number of the box around the text \"{label}\"? Say only the number."
+            ),
+            jpeg: Some(jpeg.to_vec()),
+        });
+        let until = Instant::now() + ANSWER_WITHIN;
+        let mut got = None;
+        while let Some(left) = until.checked_duration_since(Instant::now()) {
+            match session.notes.recv_timeout(left) {
+                Ok(Note::Said(text)) => {
+                    println!("  {label:?} (box {id}): the model said {text:?}");
+                    got = profile::number_in(&text);
+                    break;
+                }
+                Ok(Note::Call(call)) => {
+                    session.send(Down::Answer {
+                        call,
+                        result: serde_json::json!({"error": "bad-call", "message": "no tools during the probe: answer with the number"}),
+                        picture: None,
+                    });
+                }
+                Ok(Note::GaveUp(why)) => {
+                    eprintln!("voxdesk: error: {why}; nothing was cached");
+                    return Ok(Exit::Failed);
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        answers.push((*id, got));
+    }
+    session.close();
+    let Some(vision) = profile::judge(&answers) else {
+        eprintln!("voxdesk: error: the model did not answer; nothing was cached");
+        return Ok(Exit::Failed);
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let m = Measured {
+        vision,
+        measured: civil_date(now),
+        expires_unix: now + profile::MEASURED_FOR_DAYS * 86_400,
+    };
+    let path = profile::cache_path(&cache, spec.provider, &model);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    voxdesk::private::write(&path, serde_json::to_string_pretty(&m)?.as_bytes())?;
+    println!(
+        "probe: {model} is {} ({} of {} boxes named right); cached in {} for {} days",
+        serde_json::to_value(vision)?.as_str().unwrap_or("?"),
+        answers.iter().filter(|(w, g)| Some(*w) == *g).count(),
+        answers.len(),
+        path.display(),
+        profile::MEASURED_FOR_DAYS
+    );
+    Ok(Exit::Ok)
+}
+
+/// YYYY-MM-DD (UTC) of a Unix time (Howard Hinnant's days-to-civil; no date crate for one line).
+fn civil_date(unix: u64) -> String {
+    let z = (unix / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn civil_dates() {
+        assert_eq!(super::civil_date(0), "1970-01-01");
+        assert_eq!(super::civil_date(1_796_169_600), "2026-12-02");
+        assert_eq!(super::civil_date(951_782_400), "2000-02-29");
+    }
+}
