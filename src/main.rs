@@ -282,12 +282,7 @@ fn run(cli: Cli) -> Result<Exit> {
             provider,
             model,
             endpoint,
-        } => cli::probe::probe(
-            &provider,
-            model.as_deref(),
-            endpoint.as_deref(),
-            config.as_deref(),
-        ),
+        } => cli::probe::probe(&provider, model.as_deref(), endpoint.as_deref(), config),
         Cmd::Listen {
             provider,
             model,
@@ -304,7 +299,7 @@ fn run(cli: Cli) -> Result<Exit> {
                 quiet,
                 step_cap,
             },
-            config.as_deref(),
+            config,
         ),
         Cmd::Run {
             provider,

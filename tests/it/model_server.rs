@@ -166,7 +166,9 @@ async fn serve(
     conn_tx: std_mpsc::Sender<Conn>,
     dump: Option<std::path::PathBuf>,
 ) {
-    let seen: Arc<Mutex<(String, Vec<(String, String)>)>> = Arc::default();
+    // The upgrade request's path and headers, as the handshake callback saw them.
+    type Upgrade = (String, Vec<(String, String)>);
+    let seen: Arc<Mutex<Upgrade>> = Arc::default();
     let s2 = seen.clone();
     let callback = move |req: &Request, resp: Response| {
         let mut g = s2.lock().unwrap();

@@ -489,7 +489,9 @@ fn missing_model_key_profile_or_a_plain_remote_endpoint_is_one_line_naming_the_f
         }
         output(&mut c)
     };
-    let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+    // (arguments, environment, what the one line says)
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case] = &[
         (&["--provider", "gemini"], &[], "needs a model"),
         (
             &["--provider", "gemini", "--model", "gemini-3.8-live"],
