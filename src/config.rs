@@ -81,6 +81,8 @@ pub struct Realtime {
     pub openai_model: Option<String>,
     pub gemini_url: Option<String>,
     pub openai_url: Option<String>,
+    /// Gemini's API version (v1alpha, v1beta, v1); none: the profile's (v1beta).
+    pub gemini_version: Option<String>,
     pub stop_words: Vec<String>,
 }
 
@@ -226,6 +228,7 @@ pub const KEYS: &[&str] = &[
     "realtime.openai_model",
     "realtime.gemini_url",
     "realtime.openai_url",
+    "realtime.gemini_version",
     "realtime.stop_words",
 ];
 
@@ -436,6 +439,13 @@ fn apply(s: &mut Settings, key: &str, v: &Raw) -> Result<(), String> {
         "realtime.openai_model" => s.realtime.openai_model = Some(v.string()?),
         "realtime.gemini_url" => s.realtime.gemini_url = Some(v.string()?),
         "realtime.openai_url" => s.realtime.openai_url = Some(v.string()?),
+        "realtime.gemini_version" => {
+            let v = v.string()?;
+            if !matches!(v.as_str(), "v1alpha" | "v1beta" | "v1") {
+                return Err(format!("must be v1alpha, v1beta or v1, got {v:?}"));
+            }
+            s.realtime.gemini_version = Some(v);
+        }
         "realtime.stop_words" => {
             let words = v.strings()?;
             if words.is_empty() {
@@ -514,6 +524,10 @@ impl Loaded {
                 "realtime.openai_url" => {
                     format!("{:?}", s.realtime.openai_url.as_deref().unwrap_or(""))
                 }
+                "realtime.gemini_version" => format!(
+                    "{:?}",
+                    s.realtime.gemini_version.as_deref().unwrap_or("v1beta")
+                ),
                 "realtime.stop_words" => list(&s.realtime.stop_words),
                 _ => String::new(),
             };

@@ -665,7 +665,7 @@ fn loop_on_xcalc(runs: usize) -> Result<String> {
     Ok(s)
 }
 
-fn rss_mb() -> f64 {
+pub fn rss_mb() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|t| {

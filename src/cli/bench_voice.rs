@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use super::bench::{median, percentile};
+use super::bench::{median, percentile, rss_mb};
 use voxdesk::agent::{drive, Limits};
 use voxdesk::config::{Mode, Settings};
 use voxdesk::desk::{confirm::Nobody, Desk, RecordSpec};
@@ -197,6 +197,7 @@ fn bench_spec() -> Result<Spec> {
         url: String::new(),
         key: ApiKey::from_env(Provider::Gemini, |_| Some("bench".into()))?,
         stop_words: Vec::new(),
+        give_up_after: None,
     })
 }
 
@@ -335,18 +336,6 @@ impl Script {
             }
         }
     }
-}
-
-fn rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .unwrap_or(0.0)
-        / 1024.0
 }
 
 fn tone(ms: u32) -> String {

@@ -4,10 +4,10 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 
-use super::{settings, stop_on_signals, Console, Exit, TerminalConfirm};
+use super::{open_desk, settings, stop_on_signals, Console, Exit};
 use voxdesk::agent::registry;
 use voxdesk::agent::{drive, Limits};
-use voxdesk::desk::{Desk, RecordSpec, RefusedByLock};
+use voxdesk::desk::RecordSpec;
 use voxdesk::input::stop::StopLatch;
 use voxdesk::realtime::driver::{RealtimeDriver, INSTRUCTION_VERSION};
 use voxdesk::realtime::session::{Playback, Silent};
@@ -37,12 +37,7 @@ impl Sink for SharedVoice {
 
 pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     let loaded = settings(config, a.mode.clone())?;
-    let rt = &loaded.settings.realtime;
-    let model = a.model.clone().or_else(|| match a.provider.as_str() {
-        "gemini" => rt.gemini_model.clone(),
-        "openai" => rt.openai_model.clone(),
-        _ => None,
-    });
+    let model = super::realtime::model(&loaded, &a.provider, a.model.as_deref());
     let (provider, model) = match registry::resolve_realtime(&a.provider, model.as_deref()) {
         Ok(Some(pm)) => pm,
         Ok(None) => {
@@ -121,19 +116,9 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
             decomposition: Vec::new(),
             prompt_version: format!("{}+{INSTRUCTION_VERSION}", voxdesk::desk::PROMPT_VERSION),
         };
-        let mut desk = match Desk::new(
-            &loaded.settings,
-            Some(record),
-            Box::new(TerminalConfirm),
-            latch.clone(),
-        ) {
-            Ok(d) => d,
-            Err(e) if e.downcast_ref::<RefusedByLock>().is_some() => {
-                eprintln!("voxdesk: {e}");
-                exit = Exit::Refused;
-                break;
-            }
-            Err(e) => return Err(e),
+        let Some(mut desk) = open_desk(&loaded.settings, record, latch.clone())? else {
+            exit = Exit::Refused;
+            break;
         };
         desk.subscribe(Box::new(Console));
         desk.subscribe(Box::new(SharedVoice(voice.clone())));

@@ -48,6 +48,23 @@ pub fn settings(config: Option<&Path>, mode: Option<String>) -> Result<voxdesk::
     )?)
 }
 
+/// The desk for a recorded session, asking on the terminal; `None` (said on stderr) when the GUI
+/// lock refuses it: another session owns the screen (exit 3).
+pub fn open_desk(
+    settings: &voxdesk::config::Settings,
+    record: voxdesk::desk::RecordSpec,
+    latch: std::sync::Arc<voxdesk::input::stop::StopLatch>,
+) -> anyhow::Result<Option<voxdesk::desk::Desk>> {
+    match voxdesk::desk::Desk::new(settings, Some(record), Box::new(TerminalConfirm), latch) {
+        Ok(d) => Ok(Some(d)),
+        Err(e) if e.downcast_ref::<voxdesk::desk::RefusedByLock>().is_some() => {
+            eprintln!("voxdesk: {e}");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Prints every narration as it is emitted.
 pub struct Console;
 

@@ -24,12 +24,7 @@ pub fn probe(
     config: Option<&std::path::Path>,
 ) -> Result<Exit> {
     let loaded = settings(config, Some("observe".into()))?;
-    let rt = &loaded.settings.realtime;
-    let model = model.map(str::to_string).or_else(|| match provider {
-        "gemini" => rt.gemini_model.clone(),
-        "openai" => rt.openai_model.clone(),
-        _ => None,
-    });
+    let model = super::realtime::model(&loaded, provider, model);
     let (provider, model) = match registry::resolve_realtime(provider, model.as_deref()) {
         Ok(Some(pm)) => pm,
         Ok(None) => {

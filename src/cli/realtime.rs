@@ -9,6 +9,16 @@ use voxdesk::voice::mic::{Mic, MicError};
 /// The model's frames are this long (both providers take 20–100 ms; short keeps latency low).
 pub const FRAME_MS: u32 = 20;
 
+/// The model: the flag, else the config's `realtime.<provider>_model` (never a default).
+pub fn model(loaded: &Loaded, provider: &str, flag: Option<&str>) -> Option<String> {
+    let rt = &loaded.settings.realtime;
+    flag.map(str::to_string).or_else(|| match provider {
+        "gemini" => rt.gemini_model.clone(),
+        "openai" => rt.openai_model.clone(),
+        _ => None,
+    })
+}
+
 /// The spec for `provider`/`model`: the user's profiles in the config dir's `models/` first.
 pub fn spec(
     loaded: &Loaded,
@@ -39,8 +49,17 @@ pub fn spec(
         config_url,
         user_models.as_deref(),
         cache.as_deref().map(|d| (d, now)),
+        match p {
+            Provider::Gemini => rt.gemini_version.as_deref(),
+            Provider::OpenAi => None,
+        },
     )?;
     spec.stop_words = rt.stop_words.clone();
+    // A test knob: how long an unreachable model is retried.
+    spec.give_up_after = std::env::var("VOXDESK_REALTIME_GIVE_UP_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(std::time::Duration::from_millis);
     Ok(spec)
 }
 

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{settings, stop_on_signals, Console, Exit, TerminalConfirm};
+use super::{open_desk, settings, stop_on_signals, Console, Exit};
 use voxdesk::agent::registry::{self, RegistryError};
 use voxdesk::agent::{drive, Limits};
-use voxdesk::desk::{Desk, Host, RecordSpec, RefusedByLock};
+use voxdesk::desk::{Desk, Host, RecordSpec};
 use voxdesk::input::stop::StopLatch;
 use voxdesk::record::session::{sessions_dir, Status};
 use voxdesk::voice::narrate::Narrator;
@@ -27,12 +27,7 @@ pub struct RunArgs {
 
 pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     let loaded = settings(config, a.mode.clone())?;
-    let rt = &loaded.settings.realtime;
-    let model = a.model.clone().or_else(|| match a.provider.as_str() {
-        "gemini" => rt.gemini_model.clone(),
-        "openai" => rt.openai_model.clone(),
-        _ => None,
-    });
+    let model = super::realtime::model(&loaded, &a.provider, a.model.as_deref());
     match registry::resolve_realtime(&a.provider, model.as_deref()) {
         Ok(Some((provider, model))) => return realtime(a, loaded, provider, model),
         Ok(None) => {}
@@ -60,18 +55,8 @@ pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         decomposition: driver.decomposition(),
         prompt_version: voxdesk::desk::PROMPT_VERSION.into(),
     };
-    let mut desk = match Desk::new(
-        &loaded.settings,
-        Some(spec),
-        Box::new(TerminalConfirm),
-        latch.clone(),
-    ) {
-        Ok(d) => d,
-        Err(e) if e.downcast_ref::<RefusedByLock>().is_some() => {
-            eprintln!("voxdesk: {e}");
-            return Ok(Exit::Refused);
-        }
-        Err(e) => return Err(e),
+    let Some(mut desk) = open_desk(&loaded.settings, spec, latch.clone())? else {
+        return Ok(Exit::Refused);
     };
     desk.subscribe(Box::new(Console));
     if !a.quiet || a.narration_wav.is_some() {
@@ -146,18 +131,8 @@ fn realtime(
         decomposition: Vec::new(),
         prompt_version: format!("{}+{INSTRUCTION_VERSION}", voxdesk::desk::PROMPT_VERSION),
     };
-    let mut desk = match Desk::new(
-        &loaded.settings,
-        Some(record),
-        Box::new(TerminalConfirm),
-        latch.clone(),
-    ) {
-        Ok(d) => d,
-        Err(e) if e.downcast_ref::<RefusedByLock>().is_some() => {
-            eprintln!("voxdesk: {e}");
-            return Ok(Exit::Refused);
-        }
-        Err(e) => return Err(e),
+    let Some(mut desk) = open_desk(&loaded.settings, record, latch.clone())? else {
+        return Ok(Exit::Refused);
     };
     desk.subscribe(Box::new(Console));
     desk.send_pictures(super::realtime::pictures(&spec));

@@ -28,6 +28,8 @@ pub struct Spec {
     pub url: String,
     pub key: ApiKey,
     pub stop_words: Vec<String>,
+    /// How long an unreachable model is retried (the session's default: 60 s).
+    pub give_up_after: Option<Duration>,
 }
 
 /// Why a realtime session cannot start: one line naming the fix.
@@ -50,8 +52,12 @@ impl Spec {
         config_base: Option<&str>,
         user_models: Option<&std::path::Path>,
         measured: Option<(&std::path::Path, u64)>,
+        api_version: Option<&str>,
     ) -> Result<Spec, SpecError> {
         let mut profile = profile::find(user_models, provider, model)?;
+        if let Some(v) = api_version {
+            profile.api_version = v.to_string();
+        }
         // What `voxdesk probe` measured (dir, now), while it has not expired.
         if let Some((dir, now)) = measured {
             profile::apply_cached(&mut profile, dir, provider, now);
@@ -72,6 +78,7 @@ impl Spec {
             url: ep.url,
             key,
             stop_words: vec!["stop".into(), "cancel".into()],
+            give_up_after: None,
         })
     }
 
@@ -95,11 +102,8 @@ impl Spec {
     ) -> std::io::Result<Session> {
         let mut opts = Options::new(self.url.clone(), self.key.header(self.provider));
         opts.stop_words = self.stop_words.clone();
-        if let Some(ms) = std::env::var("VOXDESK_REALTIME_GIVE_UP_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-        {
-            opts.give_up_after = Duration::from_millis(ms);
+        if let Some(d) = self.give_up_after {
+            opts.give_up_after = d;
         }
         Session::start(self.wire(), opts, latch, speaker)
     }
@@ -209,10 +213,11 @@ impl RealtimeDriver {
             Note::Unreachable(why) => {
                 if !self.told_unreachable {
                     self.told_unreachable = true;
+                    // Said aloud without the URL and the socket error (those are in the log).
+                    tracing::warn!("realtime: {why}");
                     tell(Event::Narration {
-                        text: format!(
-                            "I cannot reach the model ({why}). Nothing will be done until it is back."
-                        ),
+                        text: "I cannot reach the model. Nothing will be done until it is back."
+                            .into(),
                     });
                 }
             }

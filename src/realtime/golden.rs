@@ -4,56 +4,34 @@ use std::io::Write;
 
 use serde_json::{json, Value};
 
-use super::{desk_functions, gemini, openai};
+use super::wire::{GeminiWire, OpenAiWire, Opening, Wire};
+use super::{gemini, openai};
 
 /// Every frame kind, as (provider, frame).
 fn frames() -> Vec<(&'static str, String)> {
-    let decls: Vec<gemini::FunctionDeclaration> = desk_functions()
-        .into_iter()
-        .map(|(name, description, schema)| gemini::FunctionDeclaration {
-            name,
-            description,
-            parameters_json_schema: schema,
-            behavior: Some("BLOCKING"),
-        })
-        .collect();
-    let setup = gemini::Setup {
-        model: "gemini-3.8-live".into(),
-        voice: Some("Kore".into()),
-        language: Some("en-US".into()),
+    // The opening frames exactly as the sessions build them (tools, BLOCKING, voice, language).
+    let opening = |model: &str, voice: &str| Opening {
+        model: model.into(),
+        voice: Some(voice.into()),
         instruction: "You drive the desktop through the desk's tools.".into(),
-        functions: decls,
-        resume: None,
-        compress_at_tokens: 25_600,
     };
-    let resumed = gemini::Setup {
-        resume: Some("handle-1".into()),
-        ..setup.clone()
-    };
+    let mut g = GeminiWire::new(opening("gemini-3.8-live", "Kore"));
+    g.language = Some("en-US".into());
+    let setup = g.open(None).remove(0);
+    let resumed = g.open(Some("handle-1")).remove(0);
+    let session = OpenAiWire::new(opening("gpt-realtime", "marin"))
+        .open(None)
+        .remove(0);
     let result = json!({"verdict": "verified", "observation_id": "o2"});
     let response = gemini::FunctionResponse {
         id: "fc_1".into(),
         name: "act".into(),
         response: result.as_object().unwrap().clone(),
     };
-    let session = openai::Session {
-        model: "gpt-realtime".into(),
-        instruction: "You drive the desktop through the desk's tools.".into(),
-        voice: Some("marin".into()),
-        functions: desk_functions()
-            .into_iter()
-            .map(|(name, description, parameters)| openai::Function {
-                name,
-                description,
-                parameters,
-            })
-            .collect(),
-        transcription_model: Some("gpt-4o-transcribe".into()),
-    };
     let jpeg = [0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10];
     vec![
-        ("gemini", gemini::setup_frame(&setup)),
-        ("gemini", gemini::setup_frame(&resumed)),
+        ("gemini", setup),
+        ("gemini", resumed),
         (
             "gemini",
             gemini::audio_frame(&[0, 1, -1, i16::MAX], gemini::INPUT_RATE),
@@ -66,7 +44,7 @@ fn frames() -> Vec<(&'static str, String)> {
             gemini::picture_turn_frame("observation o2", &jpeg),
         ),
         ("gemini", gemini::tool_response_frame(&[response])),
-        ("openai", openai::session_update(&session)),
+        ("openai", session),
         ("openai", openai::audio_append(&[0, 1, -1, i16::MAX])),
         ("openai", openai::user_message("open the invoice", None)),
         (

@@ -78,11 +78,6 @@ pub trait Wire: Send {
     fn truncate(&self, item: &str, played_ms: f64, item_ms: f64) -> Vec<String>;
 }
 
-/// The desk's tools as this provider declares them.
-fn tools() -> Vec<(String, String, Value)> {
-    super::desk_functions()
-}
-
 /// Gemini Live (`BidiGenerateContent`).
 pub struct GeminiWire {
     pub opening: Opening,
@@ -122,7 +117,7 @@ impl Wire for GeminiWire {
         true
     }
     fn open(&mut self, resume: Option<&str>) -> Vec<String> {
-        let functions = tools()
+        let functions = super::desk_functions()
             .into_iter()
             .map(|(name, description, schema)| gemini::FunctionDeclaration {
                 name,
@@ -270,7 +265,7 @@ impl Wire for OpenAiWire {
             model: self.opening.model.clone(),
             instruction: self.opening.instruction.clone(),
             voice: self.opening.voice.clone(),
-            functions: tools()
+            functions: super::desk_functions()
                 .into_iter()
                 .map(|(name, description, parameters)| openai::Function {
                     name,
