@@ -73,10 +73,11 @@ enum Cmd {
         step_cap: usize,
         task: String,
     },
-    /// Talk to a realtime model: the microphone streams to it, its speech plays, and each task
-    /// you ask for runs on the desk (its own recorded session), one after another.
+    /// Talk to voxdesk: the microphone streams to a realtime model (gemini, openai), or spoken
+    /// commands are recognised offline against what is on screen (local: no key, no network);
+    /// each task runs on the desk (its own recorded session), one after another.
     Listen {
-        /// gemini (Gemini Live) or openai (OpenAI Realtime).
+        /// local (offline commands), gemini (Gemini Live) or openai (OpenAI Realtime).
         #[arg(long)]
         provider: String,
         /// The model, e.g. gemini-3.8-live or gpt-realtime (or realtime.<provider>_model in the config).
@@ -90,6 +91,12 @@ enum Cmd {
         /// Print only: the model's speech and voxdesk's own are not played.
         #[arg(long)]
         quiet: bool,
+        /// Listen only while this key combination is held (e.g. ctrl+space).
+        #[arg(long, value_name = "COMBO")]
+        push_to_talk: Option<String>,
+        /// Also write each of voxdesk's own sentences as a WAV into this directory.
+        #[arg(long, value_name = "DIR")]
+        narration_wav: Option<PathBuf>,
         #[arg(long, default_value_t = 20)]
         step_cap: usize,
     },
@@ -171,6 +178,10 @@ enum BenchCmd {
         /// How long the simulated session lasts (600 for the ten minutes).
         #[arg(long, default_value_t = 60)]
         seconds: u64,
+        /// realtime (the loopback model server), local (barge-in, echo, spoken commands,
+        /// stop, the listener's CPU) or all.
+        #[arg(long, default_value = "all")]
+        part: String,
     },
     /// Emergency-stop latency, rail checking and dispatch overhead (run it on a virtual desktop:
     /// it presses Shift and the stop combination).
@@ -289,6 +300,8 @@ fn run(cli: Cli) -> Result<Exit> {
             endpoint,
             mode,
             quiet,
+            push_to_talk,
+            narration_wav,
             step_cap,
         } => cli::listen::listen(
             cli::listen::ListenArgs {
@@ -297,6 +310,8 @@ fn run(cli: Cli) -> Result<Exit> {
                 endpoint,
                 mode,
                 quiet,
+                push_to_talk,
+                narration_wav,
                 step_cap,
             },
             config,
@@ -361,7 +376,11 @@ fn run(cli: Cli) -> Result<Exit> {
                 "{}",
                 match what {
                     BenchCmd::Loop { runs } => cli::bench::loop_(runs)?,
-                    BenchCmd::Voice { runs, seconds } => cli::bench_voice::voice(runs, seconds)?,
+                    BenchCmd::Voice {
+                        runs,
+                        seconds,
+                        part,
+                    } => cli::bench_voice::voice(runs, seconds, &part)?,
                     BenchCmd::Act { runs } => cli::bench::act(runs)?,
                     BenchCmd::Tasks { runs, only } =>
                         cli::bench_tasks::tasks(runs, only.as_deref())?,

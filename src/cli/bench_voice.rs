@@ -40,17 +40,28 @@ struct Measured {
     first_conn_frames: usize,
 }
 
-pub fn voice(runs: usize, seconds: u64) -> Result<String> {
+/// `part`: "realtime" (the loopback model server), "local" (the listener) or "all".
+pub fn voice(runs: usize, seconds: u64, part: &str) -> Result<String> {
     let mut calc = Command::new("xcalc")
         .args(["-geometry", "300x400+400+200"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .context("starting xcalc (apt-get install x11-apps)")?;
-    let r = on_xcalc(runs.max(3), seconds.max(20));
+    let mut out = String::new();
+    let mut r = Ok(());
+    if part != "local" {
+        r = on_xcalc(runs.max(3), seconds.max(20)).map(|s| out.push_str(&s));
+    }
+    if r.is_ok() && part != "realtime" {
+        let _ = Command::new("xdotool")
+            .args(["search", "--class", "XCalc", "windowactivate", "--sync"])
+            .status();
+        r = super::bench_listen::local(runs.max(3)).map(|s| out.push_str(&s));
+    }
     let _ = calc.kill();
     let _ = calc.wait();
-    r
+    r.map(|()| out)
 }
 
 fn on_xcalc(runs: usize, seconds: u64) -> Result<String> {
@@ -202,13 +213,13 @@ fn bench_spec() -> Result<Spec> {
 }
 
 /// The speaker's monitor, read in 10 ms chunks, each with its arrival and its level.
-struct Monitor {
+pub(super) struct Monitor {
     child: std::process::Child,
     chunks: Arc<Mutex<Vec<(Instant, f64)>>>,
 }
 
 impl Monitor {
-    fn start() -> Result<Monitor> {
+    pub(super) fn start() -> Result<Monitor> {
         let mut child = Command::new("parec")
             .args([
                 "-d",
@@ -245,7 +256,7 @@ impl Monitor {
 
     /// When the speaker fell silent after `t0` and stayed silent for 200 ms (a chunk's audio
     /// ended 10 ms before it arrived).
-    fn silent_after(&self, t0: Instant) -> Option<f64> {
+    pub(super) fn silent_after(&self, t0: Instant) -> Option<f64> {
         let v = self.chunks.lock().ok()?;
         let after: Vec<&(Instant, f64)> = v.iter().filter(|(t, _)| *t >= t0).collect();
         let loud_before = v

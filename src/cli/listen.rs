@@ -21,11 +21,13 @@ pub struct ListenArgs {
     pub endpoint: Option<String>,
     pub mode: Option<String>,
     pub quiet: bool,
+    pub push_to_talk: Option<String>,
+    pub narration_wav: Option<std::path::PathBuf>,
     pub step_cap: usize,
 }
 
 /// One voice for every task's desk.
-struct SharedVoice(Arc<Mutex<Narrator>>);
+pub struct SharedVoice(pub Arc<Mutex<Narrator>>);
 impl Sink for SharedVoice {
     fn take(&mut self, e: &Stamped) -> Result<(), String> {
         match self.0.lock() {
@@ -36,6 +38,9 @@ impl Sink for SharedVoice {
 }
 
 pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
+    if a.provider == "local" {
+        return super::listen_local::listen_local(a, config);
+    }
     let loaded = settings(config, a.mode.clone())?;
     let model = super::realtime::model(&loaded, &a.provider, a.model.as_deref());
     let (provider, model) = match registry::resolve_realtime(&a.provider, model.as_deref()) {
@@ -73,7 +78,10 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     };
     let mut latch = Arc::new(StopLatch::default());
     let session = spec.start(latch.clone(), speaker)?;
-    let mic = match super::realtime::mic(&session, spec.profile.input_rate) {
+    let barge = voice.lock().ok().and_then(|n| n.barge());
+    let local = super::realtime::listener(&session, &spec.stop_words, barge, latch.clone());
+    let tap = local.as_ref().map(|l| l.mic_tap());
+    let mic = match super::realtime::mic(&session, spec.profile.input_rate, tap) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("voxdesk: error: {e}");
@@ -143,6 +151,9 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         // The next task starts with a fresh latch: a spoken stop halted only this one.
         latch = Arc::new(StopLatch::default());
         driver.new_task(latch.clone());
+        if let Some(l) = &local {
+            l.set_latch(latch.clone());
+        }
     }
     let dropped = mic
         .stats

@@ -2,10 +2,12 @@
 
 pub mod act;
 pub mod bench;
+pub mod bench_listen;
 pub mod bench_tasks;
 pub mod bench_voice;
 pub mod doctor;
 pub mod listen;
+pub mod listen_local;
 pub mod look;
 pub mod probe;
 pub mod realtime;

@@ -4,7 +4,7 @@ use voxdesk::config::Loaded;
 use voxdesk::realtime::driver::{Spec, SpecError};
 use voxdesk::realtime::endpoint::Provider;
 use voxdesk::realtime::session::{Down, Session};
-use voxdesk::voice::mic::{Mic, MicError};
+use voxdesk::voice::mic::{self, Mic, MicError};
 
 /// The model's frames are this long (both providers take 20–100 ms; short keeps latency low).
 pub const FRAME_MS: u32 = 20;
@@ -79,14 +79,51 @@ pub fn pictures(spec: &Spec) -> Option<voxdesk::screen::picture::PictureConfig> 
         })
 }
 
-/// The default microphone, streaming `FRAME_MS` frames at `rate` into the session; a full
-/// queue drops the frame (counted), never blocks the mic.
-pub fn mic(session: &Session, rate: u32) -> Result<Mic, MicError> {
+/// The default microphone (or `VOXDESK_MIC`), streaming `FRAME_MS` frames at `rate` into the
+/// session, and to the local listener when there is one; a full queue drops the frame
+/// (counted), never blocks the mic.
+pub fn mic(session: &Session, rate: u32, listener: Option<mic::Tap>) -> Result<Mic, MicError> {
     let Some(tx) = session.audio_in() else {
         return Err(MicError::Open("the session has ended".into()));
     };
     let device = std::env::var("VOXDESK_MIC").ok().filter(|d| !d.is_empty());
-    Mic::start(device.as_deref(), rate, FRAME_MS, move |f| {
-        tx.try_send(Down::Audio(f.pcm)).is_ok()
-    })
+    let mut taps = vec![mic::Tap {
+        rate,
+        frame_ms: FRAME_MS,
+        sink: Box::new(move |f| tx.try_send(Down::Audio(f.pcm)).is_ok()),
+    }];
+    taps.extend(listener);
+    Mic::start_taps(device.as_deref(), taps)
+}
+
+/// The local listener beside a realtime model: barge-in on voxdesk's own voice (the model's
+/// speech included) without waiting for the server, and the stop words recognised offline.
+/// Without the offline recogniser it still does barge-in (one warning).
+pub fn listener(
+    session: &Session,
+    stop_words: &[String],
+    barge: Option<voxdesk::voice::narrate::Barge>,
+    latch: std::sync::Arc<voxdesk::input::stop::StopLatch>,
+) -> Option<voxdesk::voice::listen::Listener> {
+    use voxdesk::voice::grammar::Mode;
+    use voxdesk::voice::listen::{Listener, Spec};
+    let tell = session.audio_in()?;
+    let on_interrupt = move || {
+        let _ = tell.try_send(Down::Interrupted);
+    };
+    let start = |recognise: bool| {
+        Listener::start(
+            Spec::new(stop_words.to_vec(), recognise, Mode::StopOnly),
+            barge.clone(),
+            latch.clone(),
+            Some(Box::new(on_interrupt.clone())),
+        )
+    };
+    match start(true) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::warn!("no offline stop words ({e}); barge-in only");
+            start(false).ok()
+        }
+    }
 }

@@ -142,10 +142,13 @@ fn realtime(
         Some(s) if !a.quiet => Box::new(s),
         _ => Box::new(Silent::new()),
     };
+    let barge = narrator.barge();
     desk.subscribe(Box::new(narrator));
     let session = spec.start(latch.clone(), speaker)?;
     // The person may speak (a stop word, a correction); no microphone is not an error here.
-    let mic = super::realtime::mic(&session, spec.profile.input_rate)
+    let local = super::realtime::listener(&session, &spec.stop_words, barge, latch.clone());
+    let tap = local.as_ref().map(|l| l.mic_tap());
+    let mic = super::realtime::mic(&session, spec.profile.input_rate, tap)
         .map_err(|e| tracing::warn!("{e}; the task runs without listening"))
         .ok();
     let mut driver = RealtimeDriver::new(&spec, session, latch, Some(a.task.clone()));

@@ -213,32 +213,7 @@ impl Desk {
         let capturer = Capturer::new()?;
         let perceiver = Perceiver::new(engine::default_workers())?;
         let mut bus = Bus::default();
-        let (recorder, task, decomposition) = match record {
-            Some(spec) => {
-                let r = Recorder::create(
-                    &spec.root,
-                    &spec.task,
-                    &spec.provider,
-                    &spec.model,
-                    &spec.prompt_version,
-                    &settings.rails.mode.to_string(),
-                )?;
-                let events = r.events_path();
-                bus.subscribe(Box::new(JsonlSink::open(&events).map_err(|e| {
-                    anyhow::anyhow!("session records at {}: {e}", events.display())
-                })?));
-                bus.emit(Event::SessionStarted {
-                    session: r.record.id.clone(),
-                    task: spec.task.clone(),
-                    provider: spec.provider,
-                    model: spec.model,
-                    mode: settings.rails.mode.to_string(),
-                    prompt_version: spec.prompt_version.clone(),
-                });
-                (Some(r), spec.task, spec.decomposition)
-            }
-            None => (None, String::new(), Vec::new()),
-        };
+        let (recorder, task, decomposition) = open_record(settings, record, &mut bus)?;
         let id_prefix = recorder
             .as_ref()
             .map(|r| r.record.id.clone())
@@ -274,6 +249,59 @@ impl Desk {
             failure: None,
             model_pictures: None,
         })
+    }
+
+    /// Start the next session on this desk (`voxdesk listen`: one per spoken task): a new
+    /// record and stop latch, the session's own state cleared; the capturer, the OCR engines
+    /// with their cache, the lock and the window list stay, so its first look is quick. The
+    /// caller subscribes its sinks again.
+    pub fn begin(&mut self, record: RecordSpec, latch: Arc<StopLatch>) -> anyhow::Result<()> {
+        if self.ended.is_none() && self.recorder.is_some() {
+            let _ = self.end(Status::Failed, "the session ended without finishing");
+        }
+        if !Arc::ptr_eq(&latch, &self.latch) {
+            self._watch = StopWatcher::start(
+                &self.settings.stop.combo,
+                Duration::from_millis(self.settings.stop.hold_ms),
+                latch.clone(),
+            )
+            .map_err(|e| anyhow::anyhow!("{e}: refusing to run without an emergency stop"))?;
+            self.actuator = Actuator::start(latch.clone()).map_err(|e| anyhow::anyhow!(e))?;
+            self.latch = latch;
+        }
+        let mut bus = Bus::default();
+        let (recorder, task, decomposition) = open_record(&self.settings, Some(record), &mut bus)?;
+        if let Some(r) = &recorder {
+            self.id_prefix = r.record.id.clone();
+        }
+        self.bus = bus;
+        self.recorder = recorder;
+        self.task = task;
+        self.decomposition = decomposition;
+        self.typed.clear();
+        self.unsure = None;
+        self.state = State::Observe;
+        self.history.clear();
+        self.plan.clear();
+        self.returned = Instant::now();
+        self.pictures = None;
+        self.ended = None;
+        self.stop_told = false;
+        self.failure = None;
+        Ok(())
+    }
+
+    /// The labels on screen now, for a grammar of what can be said: one look, recorded nowhere.
+    pub fn labels_now(&mut self) -> Result<Vec<String>, String> {
+        let o = self.look(self.latest.is_none())?;
+        let labels = o
+            .perception
+            .targets
+            .iter()
+            .map(|t| t.text.clone())
+            .collect();
+        self.latest = Some(o);
+        Ok(labels)
     }
 
     /// Another sink for the session's events (the console, the voice, the daemon's stream).
@@ -1105,6 +1133,40 @@ impl Drop for Desk {
             let _ = self.end(Status::Failed, "the session ended without finishing");
         }
     }
+}
+
+/// The record of a new session and its event log on `bus` (none without a spec).
+fn open_record(
+    settings: &Settings,
+    record: Option<RecordSpec>,
+    bus: &mut Bus,
+) -> anyhow::Result<(Option<Recorder>, String, Vec<String>)> {
+    Ok(match record {
+        Some(spec) => {
+            let r = Recorder::create(
+                &spec.root,
+                &spec.task,
+                &spec.provider,
+                &spec.model,
+                &spec.prompt_version,
+                &settings.rails.mode.to_string(),
+            )?;
+            let events = r.events_path();
+            bus.subscribe(Box::new(JsonlSink::open(&events).map_err(|e| {
+                anyhow::anyhow!("session records at {}: {e}", events.display())
+            })?));
+            bus.emit(Event::SessionStarted {
+                session: r.record.id.clone(),
+                task: spec.task.clone(),
+                provider: spec.provider,
+                model: spec.model,
+                mode: settings.rails.mode.to_string(),
+                prompt_version: spec.prompt_version.clone(),
+            });
+            (Some(r), spec.task, spec.decomposition)
+        }
+        None => (None, String::new(), Vec::new()),
+    })
 }
 
 fn ms_since(t: Instant) -> f64 {

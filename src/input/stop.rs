@@ -164,7 +164,7 @@ fn keycode_groups(
         .collect();
     if groups.iter().any(|g| g.is_empty()) {
         return Err(format!(
-            "the stop combination {combo} has a key voxdesk cannot watch"
+            "the combination {combo} has a key voxdesk cannot watch"
         ));
     }
     Ok(groups)
@@ -220,6 +220,54 @@ impl StopWatcher {
             quit,
             handle: Some(handle),
         })
+    }
+}
+
+/// Push-to-talk: a thread that keeps `held` true while every key of `combo` is down (polled on
+/// its own X connection, like the stop). Dropping it ends the thread.
+pub struct HeldWatcher {
+    quit: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+    pub held: Arc<AtomicBool>,
+}
+
+impl HeldWatcher {
+    pub fn start(combo: &Combo) -> Result<HeldWatcher, String> {
+        use x11rb::protocol::xproto::ConnectionExt as _;
+        let (conn, _) = x11rb::connect(None)
+            .map_err(|e| format!("push-to-talk cannot watch the keyboard: {e}"))?;
+        let groups = keycode_groups(&conn, combo)?;
+        let quit = Arc::new(AtomicBool::new(false));
+        let held = Arc::new(AtomicBool::new(false));
+        let (q, h) = (quit.clone(), held.clone());
+        let handle = std::thread::Builder::new()
+            .name("voxdesk-ptt".into())
+            .spawn(move || {
+                while !q.load(Ordering::Relaxed) {
+                    let Ok(Ok(r)) = conn.query_keymap().map(|c| c.reply()) else {
+                        h.store(false, Ordering::Relaxed);
+                        return;
+                    };
+                    let down = |k: &u8| r.keys[*k as usize / 8] & (1 << (k % 8)) != 0;
+                    h.store(groups.iter().all(|g| g.iter().any(down)), Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(HeldWatcher {
+            quit,
+            handle: Some(handle),
+            held,
+        })
+    }
+}
+
+impl Drop for HeldWatcher {
+    fn drop(&mut self) {
+        self.quit.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
     }
 }
 

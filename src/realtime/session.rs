@@ -147,6 +147,8 @@ pub enum Down {
     Latch(Arc<StopLatch>),
     /// Close the session (other senders, the microphone's, may still be alive).
     Close,
+    /// The local listener heard the person speak over the model.
+    Interrupted,
 }
 
 /// Counters, for the bench and the log.
@@ -400,6 +402,7 @@ impl Net {
                     Some(Down::Latch(l)) => self.new_latch(l),
                     Some(Down::Turn { text, .. }) => self.state.turns.push(text),
                     Some(Down::Audio(_)) => self.state.stats.audio_dropped += 1,
+                    Some(Down::Interrupted) => {}
                 },
             }
         }
@@ -502,17 +505,7 @@ impl Net {
                                 self.check_stop_words(s).await;
                             }
                             Up::Interrupted => {
-                                self.speaker.flush();
-                                played.played(self.speaker.take_played());
-                                if let Some((item, ms, len)) = played.playing() {
-                                    for f in self.wire.truncate(item, ms, len) {
-                                        let _ = s.out.send(f).await;
-                                    }
-                                }
-                                played.clear();
-                                fence.interrupted(turn_active);
-                                // OpenAI: the response that was speaking never plays again.
-                                fence.cut_response(&last_turn);
+                                self.interrupt(s, &mut played, &mut fence, turn_active, &last_turn).await;
                             }
                             Up::TurnDone => {
                                 fence.turn_complete();
@@ -607,6 +600,13 @@ impl Net {
                             self.dispatch();
                         }
                         Down::Latch(l) => self.new_latch(l),
+                        Down::Interrupted => {
+                            // The local listener heard the person over the model: the same as
+                            // the server's word, without waiting for it.
+                            if turn_active {
+                                self.interrupt(s, &mut played, &mut fence, turn_active, &last_turn).await;
+                            }
+                        }
                     }
                 }
                 _ = tick.tick() => {
@@ -617,6 +617,29 @@ impl Net {
                 }
             }
         }
+    }
+
+    /// The person spoke over the model: silence it, tell the server what was heard (OpenAI's
+    /// truncate at the whole ms played), and fence off the rest of the interrupted turn.
+    async fn interrupt(
+        &mut self,
+        s: &mut transport::Socket,
+        played: &mut Played,
+        fence: &mut Fence,
+        turn_active: bool,
+        last_turn: &str,
+    ) {
+        self.speaker.flush();
+        played.played(self.speaker.take_played());
+        if let Some((item, ms, len)) = played.playing() {
+            for f in self.wire.truncate(item, ms, len) {
+                let _ = s.out.send(f).await;
+            }
+        }
+        played.clear();
+        fence.interrupted(turn_active);
+        // OpenAI: the response that was speaking never plays again.
+        fence.cut_response(last_turn);
     }
 
     fn dispatch(&mut self) {

@@ -52,15 +52,38 @@ pub enum MicError {
 /// The ring holds this much audio at the device's rate (the reader drains it every 5 ms).
 const RING_SECONDS: f64 = 0.5;
 
+/// One consumer of the microphone: frames of `frame_ms` at `rate` handed to `sink`; `sink`
+/// returning false counts the frame dropped (a full queue), it never blocks the mic.
+pub struct Tap {
+    pub rate: u32,
+    pub frame_ms: u32,
+    pub sink: FrameSink,
+}
+
+/// Where a tap's frames go; false: the frame was dropped (its queue was full).
+pub type FrameSink = Box<dyn FnMut(Frame) -> bool + Send>;
+
 impl Mic {
-    /// Start capturing: `frame_ms` frames at `rate` go to `sink`; `sink` returning false counts
-    /// the frame dropped (a full queue), it never blocks the mic.
+    /// Start capturing for one consumer.
     pub fn start(
         device: Option<&str>,
         rate: u32,
         frame_ms: u32,
-        mut sink: impl FnMut(Frame) -> bool + Send + 'static,
+        sink: impl FnMut(Frame) -> bool + Send + 'static,
     ) -> Result<Mic, MicError> {
+        Mic::start_taps(
+            device,
+            vec![Tap {
+                rate,
+                frame_ms,
+                sink: Box::new(sink),
+            }],
+        )
+    }
+
+    /// Start capturing for several consumers (the model's stream and the local listener), each
+    /// at its own rate and frame length, from the one device.
+    pub fn start_taps(device: Option<&str>, taps: Vec<Tap>) -> Result<Mic, MicError> {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let run = Arc::new(AtomicBool::new(true));
         let stats = Arc::new(MicStats::default());
@@ -79,13 +102,16 @@ impl Mic {
                     }
                 };
                 let _ = ready_tx.send(Ok((device_rate, name)));
-                let mut framer = match Framer::new(device_rate, rate, frame_ms, channels) {
-                    Ok(f) => f,
-                    Err(e) => {
-                        tracing::warn!("mic: {e}");
-                        return;
+                let mut framers: Vec<(Framer, FrameSink)> = Vec::new();
+                for t in taps {
+                    match Framer::new(device_rate, t.rate, t.frame_ms, channels) {
+                        Ok(f) => framers.push((f, t.sink)),
+                        Err(e) => {
+                            tracing::warn!("mic: {e}");
+                            return;
+                        }
                     }
-                };
+                }
                 let mut chunk = Vec::with_capacity(ring.buffer().capacity());
                 while r.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(5));
@@ -95,12 +121,14 @@ impl Mic {
                         chunk.extend(c);
                     }
                     let now = Instant::now();
-                    framer.push(&chunk, |pcm| {
-                        s.frames.fetch_add(1, Ordering::Relaxed);
-                        if !sink(Frame { pcm, at: now }) {
-                            s.dropped_frames.fetch_add(1, Ordering::Relaxed);
-                        }
-                    });
+                    for (framer, sink) in &mut framers {
+                        framer.push(&chunk, |pcm| {
+                            s.frames.fetch_add(1, Ordering::Relaxed);
+                            if !sink(Frame { pcm, at: now }) {
+                                s.dropped_frames.fetch_add(1, Ordering::Relaxed);
+                            }
+                        });
+                    }
                 }
                 drop(stream);
             })

@@ -1,4 +1,11 @@
-//! Voice: what voxdesk says aloud (the local text-to-speech narration sink); the microphone and the realtime models' speech join it here.
+//! Voice: what voxdesk says aloud (narration and the model's speech on one voice thread), the microphone, and the listener that hears the person over it: barge-in, offline spoken commands, stop words and spoken answers.
 
+pub mod ask;
+pub mod floor;
+pub mod grammar;
+pub mod listen;
 pub mod mic;
 pub mod narrate;
+pub mod phonemes;
+pub mod reference;
+pub mod sphinx;

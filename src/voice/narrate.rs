@@ -8,6 +8,7 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::reference::Reference;
 use crate::input::stop::StopLatch;
 use crate::record::events::{Event, Sink, Stamped};
 
@@ -28,6 +29,46 @@ enum Cmd {
     Pcm(u32, Vec<i16>),
     /// The model was interrupted: its queued speech is dropped now.
     Flush,
+    /// The person spoke over the voice: everything queued or paused is dropped, and the hush
+    /// lifted for what comes next.
+    Interrupt,
+    /// A short sound marking the microphone's state.
+    Cue(Cue),
+}
+
+/// The microphone's state, heard: a rising pair of notes when it starts listening, a falling
+/// pair when it stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cue {
+    Listening,
+    NotListening,
+}
+
+/// What the listener needs of the voice: the echo reference, and pausing, resuming and
+/// dropping what is being said.
+#[derive(Clone)]
+pub struct Barge {
+    tx: mpsc::Sender<Cmd>,
+    pub reference: Arc<Reference>,
+}
+
+impl Barge {
+    /// Pause every voice now, in the audio callback (nothing is dropped yet).
+    pub fn pause(&self) {
+        self.reference.hush();
+    }
+    /// A false alarm: go on where the voice was paused.
+    pub fn resume(&self) {
+        self.reference.unhush();
+    }
+    /// The person really spoke over it: drop what was being said and what was queued.
+    pub fn interrupt(&self) {
+        self.reference.hush();
+        let _ = self.tx.send(Cmd::Interrupt);
+    }
+    pub fn cue(&self, c: Cue) {
+        let _ = self.tx.send(Cmd::Cue(c));
+    }
 }
 
 /// The voice thread: the one owner of the audio output.
@@ -39,6 +80,7 @@ struct Voice {
     wav_dir: Option<PathBuf>,
     /// Samples of the model's speech played so far (counted as the device takes them).
     played: Arc<AtomicU64>,
+    reference: Arc<Reference>,
 }
 
 /// The model's way to the speaker: the same voice thread, the only owner of the audio output.
@@ -101,6 +143,15 @@ impl Narrator {
         })
     }
 
+    /// The listener's handle on this voice (none when nothing is spoken).
+    pub fn barge(&self) -> Option<Barge> {
+        let v = self.voice.as_ref()?;
+        Some(Barge {
+            tx: v.tx.clone()?,
+            reference: v.reference.clone(),
+        })
+    }
+
     /// Stop speaking now (the emergency stop).
     pub fn cut(&mut self) {
         if let Some(v) = &self.voice {
@@ -127,9 +178,11 @@ impl Voice {
         let q = queued.clone();
         let played = Arc::new(AtomicU64::new(0));
         let counter = played.clone();
+        let reference = Arc::new(Reference::default());
+        let r = reference.clone();
         let thread = std::thread::Builder::new()
             .name("voxdesk-voice".into())
-            .spawn(move || voice_thread(rx, q, speak, stop, counter))
+            .spawn(move || voice_thread(rx, q, speak, stop, counter, r))
             .map_err(|e| tracing::warn!("no voice thread ({e}); narration is printed only"))
             .ok()?;
         Some(Voice {
@@ -138,6 +191,7 @@ impl Voice {
             thread: Some(thread),
             wav_dir,
             played,
+            reference,
         })
     }
 
@@ -167,6 +221,7 @@ fn voice_thread(
     speak: bool,
     mut latch: Option<Arc<StopLatch>>,
     played: Arc<AtomicU64>,
+    reference: Arc<Reference>,
 ) {
     let mut output: Option<rodio::MixerDeviceSink> = None;
     // The model's speech, on its own player: a flush drops it without touching narration.
@@ -197,11 +252,37 @@ fn voice_thread(
             Cmd::Cut => {
                 playing = None; // dropping a Player stops it
                 model = None;
+                reference.unhush();
                 continue;
             }
             Cmd::Flush => {
                 if let Some(m) = model.take() {
                     m.stop();
+                }
+                continue;
+            }
+            Cmd::Interrupt => {
+                playing = None;
+                if let Some(m) = model.take() {
+                    m.stop();
+                }
+                reference.unhush();
+                continue;
+            }
+            Cmd::Cue(c) => {
+                if !speak {
+                    continue;
+                }
+                if !tried_output {
+                    tried_output = true;
+                    match open_output() {
+                        Ok(o) => output = Some(o),
+                        Err(e) => tracing::warn!("no audio output ({e}); cues are not heard"),
+                    }
+                }
+                if let Some(out) = &output {
+                    // Cues are not taps: the listener need not hear them as echo to ignore them.
+                    out.mixer().add(cue(c));
                 }
                 continue;
             }
@@ -223,14 +304,17 @@ fn voice_thread(
                 };
                 let player = model.get_or_insert_with(|| rodio::Player::connect_new(out.mixer()));
                 let samples: Vec<f32> = pcm.iter().map(|&s| f32::from(s) / 32768.0).collect();
-                player.append(Counted {
-                    inner: rodio::buffer::SamplesBuffer::new(
-                        std::num::NonZero::<u16>::MIN,
-                        rate,
-                        samples,
-                    ),
-                    played: played.clone(),
-                });
+                player.append(Tap::new(
+                    Counted {
+                        inner: rodio::buffer::SamplesBuffer::new(
+                            std::num::NonZero::<u16>::MIN,
+                            rate,
+                            samples,
+                        ),
+                        played: played.clone(),
+                    },
+                    reference.clone(),
+                ));
                 continue;
             }
             Cmd::Say(text, wav) => (text, wav),
@@ -273,7 +357,7 @@ fn voice_thread(
                 use rodio::Source;
                 let len = source.total_duration().unwrap_or(LAST_WORDS);
                 let player = rodio::Player::connect_new(out.mixer());
-                player.append(source);
+                player.append(Tap::new(source, reference.clone()));
                 playing = Some((player, Instant::now(), len));
             }
             Err(e) => tracing::warn!("voice: cannot decode espeak-ng's output: {e}"),
@@ -323,6 +407,88 @@ impl rodio::Source for Counted {
     fn total_duration(&self) -> Option<Duration> {
         self.inner.total_duration()
     }
+}
+
+/// Every voice goes through a tap: its level is recorded for the echo guard every 10 ms, and
+/// while the reference is hushed it plays silence without moving on (a pause, in the callback).
+struct Tap<S> {
+    inner: S,
+    reference: Arc<Reference>,
+    sum: f32,
+    n: usize,
+    block: usize,
+}
+
+impl<S: rodio::Source> Tap<S> {
+    fn new(inner: S, reference: Arc<Reference>) -> Tap<S> {
+        let block =
+            (inner.sample_rate().get() as usize * usize::from(inner.channels().get())) / 100;
+        Tap {
+            inner,
+            reference,
+            sum: 0.0,
+            n: 0,
+            block: block.max(1),
+        }
+    }
+}
+
+impl<S: rodio::Source> Iterator for Tap<S> {
+    type Item = rodio::Sample;
+    fn next(&mut self) -> Option<rodio::Sample> {
+        if self.reference.hushed() {
+            return Some(0.0);
+        }
+        let s = self.inner.next()?;
+        self.sum += s * s;
+        self.n += 1;
+        if self.n >= self.block {
+            self.reference.record((self.sum / self.n as f32).sqrt());
+            self.sum = 0.0;
+            self.n = 0;
+        }
+        Some(s)
+    }
+}
+
+impl<S: rodio::Source> rodio::Source for Tap<S> {
+    fn current_span_len(&self) -> Option<usize> {
+        // Silence may be inserted (a pause): the span's length is not known ahead.
+        None
+    }
+    fn channels(&self) -> rodio::ChannelCount {
+        self.inner.channels()
+    }
+    fn sample_rate(&self) -> rodio::SampleRate {
+        self.inner.sample_rate()
+    }
+    fn total_duration(&self) -> Option<Duration> {
+        self.inner.total_duration()
+    }
+}
+
+/// A cue: two 70 ms notes, rising (listening) or falling (not listening), quiet.
+fn cue(c: Cue) -> rodio::buffer::SamplesBuffer {
+    const RATE: u32 = 24_000;
+    let notes = match c {
+        Cue::Listening => [660.0, 880.0],
+        Cue::NotListening => [880.0, 660.0],
+    };
+    let n = (RATE / 1000 * 70) as usize;
+    let mut v = Vec::with_capacity(2 * n);
+    for f in notes {
+        for i in 0..n {
+            let t = i as f32 / RATE as f32;
+            // A short fade in and out: no click.
+            let env = ((i.min(n - i) as f32) / (RATE as f32 * 0.01)).min(1.0);
+            v.push((t * f * std::f32::consts::TAU).sin() * 0.2 * env);
+        }
+    }
+    rodio::buffer::SamplesBuffer::new(
+        std::num::NonZero::<u16>::MIN,
+        std::num::NonZero::new(RATE).unwrap_or(std::num::NonZero::<u32>::MIN),
+        v,
+    )
 }
 
 /// Does the text-to-speech voice run? Its version line when it does.

@@ -11,3 +11,4 @@ mod realtime;
 mod run;
 mod tasks;
 mod util;
+mod voice;

@@ -154,7 +154,7 @@ fn pcm16(path: &Path) -> (Vec<i16>, f64) {
 }
 
 /// Seconds of sound (10 ms windows louder than -40 dBFS) in a WAV.
-fn sounding_seconds(path: &Path) -> f64 {
+pub fn sounding_seconds(path: &Path) -> f64 {
     let (s, per_s) = pcm16(path);
     let win = (per_s / 100.0) as usize;
     let loud = s

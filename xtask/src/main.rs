@@ -23,6 +23,9 @@ const BUILD_PKGS: &[&str] = &[
     "libxcb1-dev",
     // wss:// for the realtime models (tokio-tungstenite's native-tls: OpenSSL).
     "libssl-dev",
+    // Offline speech recognition (pocketsphinx-sys links libpocketsphinx through pkg-config).
+    "libpocketsphinx-dev",
+    "libsphinxbase-dev",
 ];
 /// Packages to run it and its tests on a virtual desktop. Installed without recommends, so what
 /// a program loads at run time and only recommends (fonts above all) is named here too.
@@ -63,6 +66,11 @@ const RUN_PKGS: &[&str] = &[
     "pulseaudio-utils",
     "alsa-utils",
     "libasound2-plugins",
+    // Offline spoken commands: the recogniser's library and its US English model; flite is the
+    // second synthetic voice the voice tests and the benchmark speak with.
+    "pocketsphinx",
+    "pocketsphinx-en-us",
+    "flite",
     // The realtime clients' frames are checked against the providers' own SDK types
     // (tests/sdk/validate_frames.py) in a venv of their pinned versions.
     "python3-venv",
@@ -580,6 +588,9 @@ fn demo() -> Result<()> {
         .args(["run", "--provider", "local", "--mode", "auto"])
         .arg(task)
         .status()?;
+    // Voice: `voxdesk listen --provider local` hears the task spoken into the virtual mic,
+    // recognises it offline against what is on screen, plans it, acts and narrates.
+    let heard = voice_demo(&rig, &bin, &data, &out)?;
     std::thread::sleep(Duration::from_millis(300));
     if let Ok(pid) = i32::try_from(speaker.id()) {
         // SIGINT: parecord writes the WAV header's lengths and exits.
@@ -633,7 +644,94 @@ fn demo() -> Result<()> {
         st.success(),
         "the calculator task did not finish ({st}): the report above shows where it stopped"
     );
+    anyhow::ensure!(
+        heard,
+        "the spoken task did not leave 36 on the calculator: see the listener's output above"
+    );
     Ok(())
+}
+
+/// The calculator driven by voice: each command spoken by espeak-ng into the virtual mic while
+/// `voxdesk listen --provider local` runs; prints what it heard; true when xcalc shows 9 × 4.
+fn voice_demo(rig: &Rig, bin: &Path, data: &Path, out: &Path) -> Result<bool> {
+    use std::io::BufRead;
+    println!("\n$ voxdesk listen --provider local --mode auto   (spoken into the virtual mic by espeak-ng)");
+    let mut child = rig
+        .cmd(bin.to_str().unwrap())
+        .env("VOXDESK_ALLOW_APPS", "XCalc")
+        .env("XDG_DATA_HOME", data)
+        .args(["listen", "--provider", "local", "--mode", "auto"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("starting voxdesk listen")?;
+    let lines: Arc<Mutex<Vec<String>>> = Arc::default();
+    let l2 = lines.clone();
+    let stdout = child.stdout.take().context("listen's output")?;
+    let reader = std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            println!("  {l}");
+            l2.lock().unwrap().push(l);
+        }
+    });
+    let count = |needle: &str| {
+        lines
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(needle))
+            .count()
+    };
+    let started = wait_until("voxdesk listen", Duration::from_secs(60), || {
+        count("listening on") > 0
+    });
+    let mut spoken = 0;
+    // It says "Listening." first.
+    std::thread::sleep(Duration::from_millis(1500));
+    if started.is_ok() {
+        for said in [
+            "click A C",
+            "click nine, click times, click four, click equals",
+        ] {
+            let wav = out.join("say.wav");
+            run(Command::new("espeak-ng")
+                .args(["-v", "en-us", "-s", "150", "-w"])
+                .arg(&wav)
+                .arg(said))?;
+            println!("  (said into the mic: {said:?})");
+            run(rig.cmd("paplay").args(["-d", "micfeed"]).arg(&wav))?;
+            spoken += 1;
+            let _ = wait_until("the spoken task", Duration::from_secs(30), || {
+                count("session: ") >= spoken
+            });
+        }
+    }
+    if let Ok(pid) = i32::try_from(child.id()) {
+        unsafe { libc::kill(pid, libc::SIGINT) };
+    }
+    let _ = child.wait();
+    let _ = reader.join();
+    let heard: Vec<String> = lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.starts_with("👂"))
+        .cloned()
+        .collect();
+    println!("\nheard: {}", heard.join(" | "));
+    let look = rig
+        .cmd(bin.to_str().unwrap())
+        .args(["look", "--json"])
+        .output()?;
+    let v: serde_json::Value = serde_json::from_slice(&look.stdout).unwrap_or_default();
+    let shows = v["targets"]
+        .as_array()
+        .is_some_and(|ts| ts.iter().any(|t| t["text"] == "36"));
+    println!("xcalc shows 36: {shows}");
+    Ok(shows)
 }
 
 /// `cargo xtask rig -- CMD ARGS`: run any command inside a private desktop (for benchmarks, debugging).

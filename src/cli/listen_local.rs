@@ -1,0 +1,233 @@
+//! `voxdesk listen --provider local`: spoken commands with no key and no network — the listener recognises them offline against a grammar of what is on screen, each becomes the offline planner's task on the desk (its own recorded session, one after another), stop words halt at once, and destructive steps are confirmed by a spoken yes.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::listen::{ListenArgs, SharedVoice};
+use super::{settings, stop_on_signals, Console, Exit};
+use voxdesk::agent::offline::LocalPlanner;
+use voxdesk::agent::{drive, Driver, Limits};
+use voxdesk::desk::{Desk, RecordSpec, RefusedByLock};
+use voxdesk::input::stop::{Cause, HeldWatcher, StopLatch};
+use voxdesk::record::session::sessions_dir;
+use voxdesk::voice::ask::VoiceConfirm;
+use voxdesk::voice::grammar::{Heard, Mode};
+use voxdesk::voice::listen::{self, Listener, Note};
+use voxdesk::voice::mic::Mic;
+use voxdesk::voice::narrate::Narrator;
+
+pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
+    let loaded = settings(config, a.mode.clone())?;
+    let s = &loaded.settings;
+    let quit = Arc::new(StopLatch::default());
+    stop_on_signals(quit.clone())?;
+    let voice = Arc::new(Mutex::new(Narrator::new(
+        !a.quiet,
+        a.narration_wav.clone(),
+        Some(quit.clone()),
+    )));
+    let barge = voice.lock().ok().and_then(|v| v.barge());
+    let mut spec = listen::Spec::new(s.realtime.stop_words.clone(), true, Mode::Commands);
+    let _ptt = match &a.push_to_talk {
+        Some(c) => {
+            let combo = match voxdesk::action::parse_combo(c) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("voxdesk: error: --push-to-talk {c:?}: {e}");
+                    return Ok(Exit::BadInput);
+                }
+            };
+            match HeldWatcher::start(&combo) {
+                Ok(w) => {
+                    spec.push_to_talk = Some(w.held.clone());
+                    Some(w)
+                }
+                Err(e) => {
+                    eprintln!("voxdesk: error: {e}");
+                    return Ok(Exit::Failed);
+                }
+            }
+        }
+        None => None,
+    };
+    let ptt = a.push_to_talk.clone();
+    let mut latch = Arc::new(StopLatch::default());
+    let listener = match Listener::start(spec, barge, latch.clone(), None) {
+        Ok(l) => Arc::new(l),
+        Err(e) => {
+            eprintln!("voxdesk: error: offline recognition cannot start: {e}");
+            return Ok(Exit::Failed);
+        }
+    };
+    let device = std::env::var("VOXDESK_MIC").ok().filter(|d| !d.is_empty());
+    let mic = match Mic::start_taps(device.as_deref(), vec![listener.mic_tap()]) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::Failed);
+        }
+    };
+    let confirm = VoiceConfirm::new(listener.clone(), voice.clone());
+    let mut desk = match Desk::new(s, None, Box::new(confirm), latch.clone()) {
+        Ok(d) => d,
+        Err(e) if e.downcast_ref::<RefusedByLock>().is_some() => {
+            eprintln!("voxdesk: {e}");
+            return Ok(Exit::Refused);
+        }
+        Err(e) => return Err(e),
+    };
+    let say = |text: &str| {
+        println!("🗣  {text}");
+        if let Ok(mut v) = voice.lock() {
+            v.say(text);
+        }
+    };
+    let labels = desk.labels_now().unwrap_or_default();
+    let n = labels.len();
+    listener.set_labels(labels);
+    println!(
+        "listening on {} (offline, {n} labels on screen{}); say a command such as \"click …\", \"stop\" to halt, \"go to sleep\" to pause, Ctrl-C to end",
+        mic.device_name,
+        ptt.as_deref()
+            .map(|k| format!(", while {k} is held"))
+            .unwrap_or_default()
+    );
+    say("Listening.");
+    let mut exit = Exit::Ok;
+    while !quit.is_stopped() {
+        let Some(note) = listener.next(Duration::from_millis(100)) else {
+            continue;
+        };
+        match note {
+            Note::Started => {
+                // The grammar follows the screen: read it while the person speaks.
+                if let Ok(l) = desk.labels_now() {
+                    listener.set_labels(l);
+                }
+            }
+            Note::NotUnderstood { text, per_frame } => {
+                println!("👂 {text:?} ({per_frame:.0}/frame): not understood, nothing done");
+                say("Sorry, I did not understand that.");
+            }
+            Note::Listening(on) => {
+                println!("🎙  {}", if on { "listening" } else { "not listening" })
+            }
+            Note::Heard { text, meaning, .. } => {
+                println!("👂 \"{text}\"");
+                match meaning {
+                    Heard::Command(task) => {
+                        println!("▶  {task}");
+                        if latch.is_stopped() {
+                            latch = Arc::new(StopLatch::default());
+                            listener.set_latch(latch.clone());
+                        }
+                        match run_one(&mut desk, &task, &latch, &voice, a.step_cap, s) {
+                            Ok(()) => {}
+                            Err(e) => {
+                                eprintln!("voxdesk: error: {e}");
+                                exit = Exit::Failed;
+                                break;
+                            }
+                        }
+                        match latch.cause() {
+                            Some(Cause::EmergencyStop) | Some(Cause::DisplayLost) => {
+                                exit = Exit::Stopped;
+                                break;
+                            }
+                            Some(Cause::Requested) => {
+                                // Commands heard before the stop are dropped with it.
+                                drain_until_stop(&listener);
+                                say("Stopped.");
+                            }
+                            _ => {}
+                        }
+                        if let Ok(l) = desk.labels_now() {
+                            listener.set_labels(l);
+                        }
+                    }
+                    Heard::Stop(_) => {
+                        say("Stopped.");
+                    }
+                    Heard::Sleep => say("Sleeping. Say wake up when you need me."),
+                    Heard::Wake => say("I'm listening."),
+                    Heard::Yes | Heard::No => println!("(no question is waiting)"),
+                    Heard::Nothing => {}
+                }
+            }
+            Note::Paused | Note::Resumed | Note::Interrupted { .. } => {
+                tracing::debug!("listener: {note:?}")
+            }
+        }
+    }
+    if quit.is_stopped() && exit == Exit::Ok {
+        exit = Exit::Stopped;
+    }
+    drop(mic);
+    let st = &listener.stats;
+    tracing::info!(
+        "listener: {} utterances, {} pauses, {} false alarms, {} interruptions",
+        st.utterances.load(std::sync::atomic::Ordering::Relaxed),
+        st.pauses.load(std::sync::atomic::Ordering::Relaxed),
+        st.false_alarms.load(std::sync::atomic::Ordering::Relaxed),
+        st.interruptions.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    Ok(exit)
+}
+
+/// One spoken command as a recorded task of the offline planner.
+fn run_one(
+    desk: &mut Desk,
+    task: &str,
+    latch: &Arc<StopLatch>,
+    voice: &Arc<Mutex<Narrator>>,
+    step_cap: usize,
+    s: &voxdesk::config::Settings,
+) -> Result<()> {
+    let mut planner = match LocalPlanner::new(task) {
+        Ok(p) => p,
+        Err(e) => {
+            println!("voxdesk: {e}");
+            return Ok(());
+        }
+    };
+    desk.begin(
+        RecordSpec {
+            root: sessions_dir(),
+            task: task.to_string(),
+            provider: planner.provider().to_string(),
+            model: planner.model().to_string(),
+            decomposition: planner.decomposition(),
+            prompt_version: voxdesk::desk::PROMPT_VERSION.into(),
+        },
+        latch.clone(),
+    )?;
+    desk.subscribe(Box::new(Console));
+    desk.subscribe(Box::new(SharedVoice(voice.clone())));
+    let end = drive(
+        &mut planner,
+        desk,
+        Limits {
+            step_cap,
+            no_progress: s.rails.max_failures,
+        },
+    );
+    if let Some(d) = desk.session_dir() {
+        println!("session: {} ({:?})", d.display(), end.status);
+    }
+    Ok(())
+}
+
+/// Drop what was heard up to and including the stop word.
+fn drain_until_stop(listener: &Listener) {
+    while let Some(n) = listener.next(Duration::ZERO) {
+        if let Note::Heard {
+            meaning: Heard::Stop(_),
+            ..
+        } = n
+        {
+            return;
+        }
+    }
+}

@@ -1,0 +1,382 @@
+//! Who has the floor (pure): frame by frame of the microphone, whether the person is speaking (the detector's score, a level above the room's noise and above what the speaker's own echo explains), and what follows from it: pause the voice, resume it after a false alarm, interrupt it, and where each utterance starts and ends.
+//!
+//! Time is counted in frames (16 ms each); nothing here reads a clock.
+
+use std::collections::VecDeque;
+
+/// The frame length this is tuned for.
+pub const FRAME_MS: u32 = 16;
+
+/// The knobs, chosen from measurements on the virtual sound card (`voxdesk bench voice`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tuning {
+    /// A detector score at least this is speech-like.
+    pub voiced: f32,
+    /// Quieter than this RMS (full scale 1.0) is never speech.
+    pub min_level: f32,
+    /// Speech is at least this many times the room's noise floor.
+    pub over_noise: f32,
+    /// While the voice plays, the microphone must be this many times louder than the echo the
+    /// measured coupling explains.
+    pub echo_margin: f32,
+    /// The coupling (echo level ÷ played level) assumed until it has been measured.
+    pub echo_default: f32,
+    /// Voiced frames in a row, while the voice plays, that pause it.
+    pub onset_frames: u32,
+    /// Voiced frames after a pause that make it an interruption.
+    pub confirm_frames: u32,
+    /// Unvoiced frames after a pause, short of a confirmation, that make it a false alarm.
+    pub resume_frames: u32,
+    /// Voiced frames among the last four that start an utterance.
+    pub start_frames: u32,
+    /// Unvoiced frames in a row that end it.
+    pub end_frames: u32,
+    /// The longest utterance.
+    pub max_frames: u32,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            voiced: 0.5,
+            min_level: 0.002,
+            over_noise: 2.0,
+            echo_margin: 2.0,
+            echo_default: 0.5,
+            onset_frames: 2,
+            confirm_frames: 10,
+            resume_frames: 19,
+            start_frames: 3,
+            end_frames: 15,
+            max_frames: 500,
+        }
+    }
+}
+
+/// One frame as the listener saw it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Frame {
+    /// The voice-activity detector's score, 0..1.
+    pub score: f32,
+    /// The microphone's RMS level, full scale 1.0.
+    pub level: f32,
+    /// The loudest the speaker played over the echo path's window before this frame (0: silent).
+    pub echo_ref: f32,
+    /// The voice is sounding (or paused by us): speech now is speaking over it.
+    pub playing: bool,
+    /// The voice is paused.
+    pub hushed: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The person started speaking over the voice: pause it now.
+    Pause,
+    /// It was not speech after all: go on.
+    Resume,
+    /// They kept speaking: drop what the voice was saying.
+    Interrupt,
+    /// An utterance starts (it began `preroll` frames before this one, at most).
+    Start,
+    /// It ended; it was this many frames long (with the trailing silence).
+    End { frames: u32 },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Paused {
+    voiced: u32,
+    quiet: u32,
+    frames: u32,
+}
+
+/// Frames after a pause during which the echo of what was played may still arrive (~100 ms).
+const ECHO_DRAIN: u32 = 6;
+
+#[derive(Debug, Clone, Copy)]
+struct Utterance {
+    frames: u32,
+    quiet: u32,
+}
+
+/// How many played frames the coupling is measured over (about 3 s).
+const RATIOS: usize = 190;
+
+pub struct Floor {
+    t: Tuning,
+    noise: f32,
+    ratios: VecDeque<f32>,
+    coupling: f32,
+    run: u32,
+    recent: u8,
+    paused: Option<Paused>,
+    utterance: Option<Utterance>,
+    /// Pauses that were resumed (false alarms) and that became interruptions.
+    pub false_alarms: u32,
+    pub interruptions: u32,
+}
+
+impl Floor {
+    pub fn new(t: Tuning) -> Floor {
+        Floor {
+            coupling: t.echo_default,
+            t,
+            noise: 0.0,
+            ratios: VecDeque::with_capacity(RATIOS),
+            run: 0,
+            recent: 0,
+            paused: None,
+            utterance: None,
+            false_alarms: 0,
+            interruptions: 0,
+        }
+    }
+
+    /// The echo coupling as measured so far.
+    pub fn coupling(&self) -> f32 {
+        self.coupling
+    }
+
+    pub fn in_utterance(&self) -> bool {
+        self.utterance.is_some()
+    }
+
+    /// Is this frame speech-like, and is it more than the echo of what was played?
+    fn voiced(&mut self, f: &Frame) -> (bool, bool) {
+        let speechlike = f.score >= self.t.voiced
+            && f.level >= self.t.min_level
+            && f.level >= self.noise * self.t.over_noise;
+        // The room's noise floor: follows a quieter level at once, and a louder one over about
+        // a second of frames the detector calls non-speech.
+        if f.level < self.noise {
+            self.noise = f.level;
+        } else if f.score < self.t.voiced {
+            self.noise += (f.level - self.noise) * 0.05;
+        }
+        // The echo's coupling, measured while the voice plays unpaused: the 90th percentile
+        // of the microphone's level over what was played (a moment of real speech moves it
+        // little, and the voice pauses at once when one is heard).
+        if f.echo_ref > 0.01 && !f.hushed {
+            if self.ratios.len() == RATIOS {
+                self.ratios.pop_front();
+            }
+            self.ratios.push_back(f.level / f.echo_ref);
+            if self.ratios.len() >= 60 {
+                let mut v: Vec<f32> = self.ratios.iter().copied().collect();
+                v.sort_by(f32::total_cmp);
+                self.coupling = v[v.len() * 9 / 10].clamp(0.02, 2.0);
+            }
+        }
+        let beyond_echo =
+            f.echo_ref <= 1e-3 || f.level >= self.coupling * self.t.echo_margin * f.echo_ref;
+        (speechlike, beyond_echo)
+    }
+
+    /// Take one frame; what follows from it, in order.
+    pub fn step(&mut self, f: &Frame) -> Vec<Event> {
+        let (speechlike, beyond_echo) = self.voiced(f);
+        // Something starts (a pause, an utterance) only on speech the echo cannot explain.
+        let v = speechlike && beyond_echo;
+        let mut out = Vec::new();
+        self.run = if v { self.run + 1 } else { 0 };
+        self.recent = ((self.recent << 1) | u8::from(v)) & 0x0f;
+        match &mut self.paused {
+            None => {
+                // A new run of speech: one that began before, or went on after an interruption or
+                // a false alarm, does not pause the voice again.
+                if f.playing && !f.hushed && self.run == self.t.onset_frames {
+                    self.paused = Some(Paused {
+                        voiced: self.run,
+                        quiet: 0,
+                        frames: 0,
+                    });
+                    out.push(Event::Pause);
+                }
+            }
+            Some(p) => {
+                // Paused, the voice is silent once the echo already on its way has drained
+                // (ECHO_DRAIN frames): then speech-like is the person's.
+                p.frames += 1;
+                let person = if p.frames > ECHO_DRAIN { speechlike } else { v };
+                if person {
+                    p.voiced += 1;
+                    p.quiet = 0;
+                } else {
+                    p.quiet += 1;
+                }
+                if p.voiced >= self.t.confirm_frames {
+                    self.paused = None;
+                    self.interruptions += 1;
+                    out.push(Event::Interrupt);
+                } else if p.quiet >= self.t.resume_frames {
+                    self.paused = None;
+                    self.false_alarms += 1;
+                    out.push(Event::Resume);
+                }
+            }
+        }
+        match &mut self.utterance {
+            None => {
+                if self.recent.count_ones() >= self.t.start_frames {
+                    self.utterance = Some(Utterance {
+                        frames: self.recent.count_ones(),
+                        quiet: 0,
+                    });
+                    out.push(Event::Start);
+                }
+            }
+            Some(u) => {
+                // Once someone is speaking, the voice pauses: the rest of the utterance is
+                // judged as speech, not against the echo of a voice that has stopped.
+                u.frames += 1;
+                u.quiet = if speechlike { 0 } else { u.quiet + 1 };
+                if u.quiet >= self.t.end_frames || u.frames >= self.t.max_frames {
+                    out.push(Event::End { frames: u.frames });
+                    self.utterance = None;
+                    self.recent = 0;
+                }
+            }
+        }
+        out
+    }
+
+    /// The voice was stopped from elsewhere (a stop word, the emergency stop): no pause is
+    /// pending any more.
+    pub fn reset_pause(&mut self) {
+        self.paused = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn speech(level: f32) -> Frame {
+        Frame {
+            score: 0.9,
+            level,
+            echo_ref: 0.0,
+            playing: false,
+            hushed: false,
+        }
+    }
+    fn silence() -> Frame {
+        Frame {
+            score: 0.02,
+            level: 0.0005,
+            echo_ref: 0.0,
+            playing: false,
+            hushed: false,
+        }
+    }
+    fn run(floor: &mut Floor, frames: &[Frame]) -> Vec<(usize, Event)> {
+        let mut out = Vec::new();
+        for (i, f) in frames.iter().enumerate() {
+            for e in floor.step(f) {
+                out.push((i, e));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn an_utterance_starts_after_three_voiced_frames_and_ends_after_the_silence() {
+        let mut fl = Floor::new(Tuning::default());
+        let mut frames = vec![silence(); 10];
+        frames.extend(vec![speech(0.1); 30]);
+        frames.extend(vec![silence(); 20]);
+        let ev = run(&mut fl, &frames);
+        assert_eq!(ev[0], (12, Event::Start));
+        // 30 voiced frames, then 15 quiet ones end it: 3 counted at the start, 27 + 15 after.
+        assert_eq!(ev[1], (54, Event::End { frames: 45 }));
+        assert_eq!(ev.len(), 2);
+    }
+
+    #[test]
+    fn speech_over_the_voice_pauses_it_then_interrupts_or_resumes() {
+        // (voiced frames spoken over the voice, what must follow)
+        let table: &[(usize, &[Event])] = &[
+            (1, &[]),
+            (4, &[Event::Pause, Event::Resume]),
+            (30, &[Event::Pause, Event::Interrupt]),
+        ];
+        for &(n, want) in table {
+            let mut fl = Floor::new(Tuning::default());
+            let playing = |f: Frame| Frame { playing: true, ..f };
+            let mut frames = vec![playing(silence()); 5];
+            frames.extend(vec![playing(speech(0.2)); n]);
+            frames.extend(vec![playing(silence()); 40]);
+            let got: Vec<Event> = run(&mut fl, &frames)
+                .into_iter()
+                .map(|(_, e)| e)
+                .filter(|e| matches!(e, Event::Pause | Event::Resume | Event::Interrupt))
+                .collect();
+            assert_eq!(got, want, "{n} voiced frames");
+        }
+    }
+
+    #[test]
+    fn the_pause_comes_on_the_second_voiced_frame() {
+        let mut fl = Floor::new(Tuning::default());
+        let f = Frame {
+            playing: true,
+            ..speech(0.2)
+        };
+        assert!(fl.step(&f).is_empty());
+        assert_eq!(fl.step(&f), vec![Event::Pause]);
+    }
+
+    #[test]
+    fn its_own_echo_does_not_count_once_the_coupling_is_measured() {
+        let mut fl = Floor::new(Tuning::default());
+        // The speaker plays at 0.3, the echo comes back at -10 dB (0.095) and the detector
+        // calls it speech, as it is.
+        let echo = Frame {
+            score: 0.9,
+            level: 0.095,
+            echo_ref: 0.3,
+            playing: true,
+            hushed: false,
+        };
+        let ev = run(&mut fl, &vec![echo; 300]);
+        assert!(ev.is_empty(), "{ev:?}");
+        assert!((0.25..0.4).contains(&fl.coupling()), "{}", fl.coupling());
+        // The person speaking at the voice's own level, over it, is heard.
+        let over = Frame {
+            level: 0.35,
+            ..echo
+        };
+        let ev = run(&mut fl, &[over, over]);
+        assert_eq!(ev.last().map(|e| e.1), Some(Event::Pause));
+    }
+
+    #[test]
+    fn a_steady_noise_is_not_speech_however_it_scores() {
+        let mut fl = Floor::new(Tuning::default());
+        let quiet = Frame {
+            score: 0.1,
+            level: 0.02,
+            ..silence()
+        };
+        run(&mut fl, &vec![quiet; 200]);
+        // The noise floor is now 0.02: a detector fooled by a slightly louder noise is not enough.
+        let fooled = Frame {
+            score: 0.9,
+            level: 0.03,
+            ..silence()
+        };
+        assert!(run(&mut fl, &[fooled; 10]).is_empty());
+        // Speech well above it is.
+        assert!(!run(&mut fl, &[speech(0.2); 10]).is_empty());
+    }
+
+    #[test]
+    fn an_utterance_never_runs_past_the_limit() {
+        let t = Tuning {
+            max_frames: 50,
+            ..Tuning::default()
+        };
+        let mut fl = Floor::new(t);
+        let ev = run(&mut fl, &vec![speech(0.1); 60]);
+        assert!(ev.contains(&(49, Event::End { frames: 50 })), "{ev:?}");
+    }
+}

@@ -1,0 +1,500 @@
+//! The listener: its own thread on the microphone's 16 kHz frames (never in the audio callback) that runs the voice-activity detector, pauses, resumes or interrupts voxdesk's voice when the person speaks over it, cuts utterances, recognises them offline against the grammar of what is on screen, and halts the session at a stop word without waiting for anyone.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::floor::{self, Floor, Tuning};
+use super::grammar::{self, Heard, Mode};
+use super::mic::{self, Frame};
+use super::narrate::{Barge, Cue};
+use super::sphinx::Recognizer;
+use crate::input::stop::{Cause, StopLatch};
+
+/// The detector's rate and frame (earshot takes 256 samples at 16 kHz).
+pub const RATE: u32 = 16_000;
+const FRAME: usize = 256;
+/// Audio kept from before an utterance was noticed.
+const PREROLL_FRAMES: usize = 20;
+/// How far back the echo of what was played can still arrive at the microphone.
+const ECHO_WINDOW: Duration = Duration::from_millis(400);
+/// A hypothesis whose words score below this per frame was forced into the grammar: not
+/// understood. Measured (`voxdesk bench voice`, tests/it/voice.rs): commands said clearly score
+/// -12 to -40, out-of-grammar sentences forced into a command -42 to -75.
+pub const REJECT_BELOW: f64 = -42.0;
+
+pub struct Spec {
+    /// Words that halt the session (configurable; "stop" and "cancel" by default).
+    pub stop_words: Vec<String>,
+    /// Recognise speech offline (otherwise only barge-in).
+    pub recognise: bool,
+    pub mode: Mode,
+    /// Listen only while this is set (push-to-talk); `None`: always.
+    pub push_to_talk: Option<Arc<AtomicBool>>,
+    pub tuning: Tuning,
+    pub reject_below: f64,
+}
+
+impl Spec {
+    pub fn new(stop_words: Vec<String>, recognise: bool, mode: Mode) -> Spec {
+        Spec {
+            stop_words,
+            recognise,
+            mode,
+            push_to_talk: None,
+            tuning: Tuning::default(),
+            reject_below: REJECT_BELOW,
+        }
+    }
+}
+
+/// What the listener tells its owner.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Note {
+    /// Someone started speaking (a moment to read the screen for the grammar).
+    Started,
+    /// An utterance understood: its words, what they mean, and when the speech ended.
+    Heard {
+        text: String,
+        meaning: Heard,
+        per_frame: f64,
+        ended: Instant,
+    },
+    /// Speech that fits nothing that can be said here.
+    NotUnderstood {
+        text: String,
+        per_frame: f64,
+    },
+    /// The voice was paused because someone spoke over it; resumed (a false alarm); dropped.
+    Paused,
+    Resumed,
+    Interrupted {
+        at: Instant,
+    },
+    /// The microphone's state changed (sleep and wake, push-to-talk).
+    Listening(bool),
+}
+
+enum Ctl {
+    Labels(Vec<String>),
+    Mode(Mode),
+    Latch(Arc<StopLatch>),
+}
+
+/// Counters, read at any time.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub frames: AtomicU64,
+    pub utterances: AtomicU64,
+    pub pauses: AtomicU64,
+    pub false_alarms: AtomicU64,
+    pub interruptions: AtomicU64,
+    /// Microseconds spent on the detector and the floor (not recognising).
+    pub detect_us: AtomicU64,
+}
+
+pub struct Listener {
+    ctl: mpsc::Sender<Ctl>,
+    notes: Mutex<mpsc::Receiver<Note>>,
+    frames: mpsc::SyncSender<Frame>,
+    thread: Option<JoinHandle<()>>,
+    pub stats: Arc<Stats>,
+}
+
+impl Listener {
+    /// Start the listener. `barge`: voxdesk's voice, paused and interrupted when the person
+    /// speaks over it. `on_interrupt`: also told (a realtime session fences the model's audio
+    /// and tells the server what was heard).
+    pub fn start(
+        spec: Spec,
+        barge: Option<Barge>,
+        latch: Arc<StopLatch>,
+        on_interrupt: Option<Box<dyn FnMut() + Send>>,
+    ) -> anyhow::Result<Listener> {
+        let recognizer = if spec.recognise {
+            Some(Recognizer::new()?)
+        } else {
+            None
+        };
+        let (ctl, ctl_rx) = mpsc::channel();
+        let (note_tx, notes) = mpsc::channel();
+        let (frames, frames_rx) = mpsc::sync_channel::<Frame>(256);
+        let stats = Arc::new(Stats::default());
+        let st = stats.clone();
+        let thread = std::thread::Builder::new()
+            .name("voxdesk-listen".into())
+            .spawn(move || {
+                let mut w = Worker {
+                    vad: earshot::Detector::default_boxed(),
+                    floor: Floor::new(spec.tuning.clone()),
+                    recognizer,
+                    grammar: None,
+                    labels: Vec::new(),
+                    mode: spec.mode,
+                    asleep: false,
+                    ptt_was: None,
+                    stop_words: spec.stop_words,
+                    reject_below: spec.reject_below,
+                    barge,
+                    latch,
+                    on_interrupt,
+                    notes: note_tx,
+                    preroll: VecDeque::with_capacity(PREROLL_FRAMES),
+                    utterance: None,
+                    stats: st,
+                    push_to_talk: spec.push_to_talk,
+                };
+                w.rebuild();
+                w.run(frames_rx, ctl_rx);
+            })?;
+        Ok(Listener {
+            ctl,
+            notes: Mutex::new(notes),
+            frames,
+            thread: Some(thread),
+            stats,
+        })
+    }
+
+    /// The next note, waiting at most `within`.
+    pub fn next(&self, within: Duration) -> Option<Note> {
+        let rx = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+        rx.recv_timeout(within).ok()
+    }
+
+    /// The microphone's tap for this listener: 16 ms frames at 16 kHz.
+    pub fn mic_tap(&self) -> mic::Tap {
+        let tx = self.frames.clone();
+        mic::Tap {
+            rate: RATE,
+            frame_ms: floor::FRAME_MS,
+            sink: Box::new(move |f| tx.try_send(f).is_ok()),
+        }
+    }
+
+    /// Feed one frame by hand (benchmarks and tests of recorded speech), waiting for room.
+    pub fn feed(&self, f: Frame) -> bool {
+        self.frames.send(f).is_ok()
+    }
+
+    /// The labels on screen now: the grammar's slots.
+    pub fn set_labels(&self, labels: Vec<String>) {
+        let _ = self.ctl.send(Ctl::Labels(labels));
+    }
+    pub fn set_mode(&self, m: Mode) {
+        let _ = self.ctl.send(Ctl::Mode(m));
+    }
+    /// The latch a stop word sets from now on (a new task's).
+    pub fn set_latch(&self, l: Arc<StopLatch>) {
+        let _ = self.ctl.send(Ctl::Latch(l));
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        // The thread ends when every frame sender is gone; the mic holds one, so a closed
+        // control channel also ends it.
+        let (tx, _) = mpsc::channel();
+        self.ctl = tx;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Worker {
+    vad: Box<earshot::Detector>,
+    floor: Floor,
+    recognizer: Option<Recognizer>,
+    grammar: Option<grammar::Grammar>,
+    labels: Vec<String>,
+    mode: Mode,
+    asleep: bool,
+    ptt_was: Option<bool>,
+    stop_words: Vec<String>,
+    reject_below: f64,
+    barge: Option<Barge>,
+    latch: Arc<StopLatch>,
+    on_interrupt: Option<Box<dyn FnMut() + Send>>,
+    notes: mpsc::Sender<Note>,
+    preroll: VecDeque<Vec<i16>>,
+    utterance: Option<Vec<i16>>,
+    stats: Arc<Stats>,
+    push_to_talk: Option<Arc<AtomicBool>>,
+}
+
+impl Worker {
+    fn run(&mut self, frames: mpsc::Receiver<Frame>, ctl: mpsc::Receiver<Ctl>) {
+        loop {
+            loop {
+                match ctl.try_recv() {
+                    Ok(Ctl::Labels(l)) => {
+                        if l != self.labels {
+                            self.labels = l;
+                            self.rebuild();
+                        }
+                    }
+                    Ok(Ctl::Mode(m)) => {
+                        if m != self.mode {
+                            self.mode = m;
+                            self.rebuild();
+                        }
+                    }
+                    Ok(Ctl::Latch(l)) => self.latch = l,
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => return,
+                }
+            }
+            match frames.recv_timeout(Duration::from_millis(50)) {
+                Ok(f) => self.frame(f),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
+    fn mode_now(&self) -> Mode {
+        if self.asleep && self.mode == Mode::Commands {
+            Mode::Asleep
+        } else {
+            self.mode
+        }
+    }
+
+    fn rebuild(&mut self) {
+        let mode = self.mode_now();
+        let Some(r) = &mut self.recognizer else {
+            return;
+        };
+        let g = grammar::build(&self.labels, &self.stop_words, mode);
+        let t = Instant::now();
+        match r.set_grammar(&g.jsgf, &g.words) {
+            Ok(()) => {
+                tracing::debug!(
+                    "listener: grammar of {} words set in {:.1} ms",
+                    g.words.len(),
+                    t.elapsed().as_secs_f64() * 1000.0
+                );
+                self.grammar = Some(g);
+            }
+            Err(e) => tracing::warn!("listener: {e}"),
+        }
+    }
+
+    fn frame(&mut self, f: Frame) {
+        if f.pcm.len() != FRAME {
+            return;
+        }
+        self.stats.frames.fetch_add(1, Ordering::Relaxed);
+        // Push-to-talk: pressing it is speaking over the voice; releasing it ends listening.
+        if let Some(p) = &self.push_to_talk {
+            let held = p.load(Ordering::Relaxed);
+            if self.ptt_was != Some(held) {
+                self.ptt_was = Some(held);
+                if held {
+                    if let Some(b) = &self.barge {
+                        if b.reference.sounding(Duration::from_millis(100)) {
+                            b.interrupt();
+                            self.interrupted();
+                        }
+                    }
+                }
+                self.cue(held);
+            }
+            if !held {
+                self.preroll.clear();
+                if let Some(u) = self.utterance.take() {
+                    // Released mid-sentence: what was said so far is the utterance.
+                    self.recognise(u, f.at);
+                }
+                return;
+            }
+        }
+        let t = Instant::now();
+        let score = self.vad.predict_i16(&f.pcm);
+        let level = rms(&f.pcm);
+        let (echo_ref, playing, hushed) = match &self.barge {
+            Some(b) => {
+                let from = f.at.checked_sub(ECHO_WINDOW).unwrap_or(f.at);
+                let hushed = b.reference.hushed();
+                (
+                    b.reference.level(from, f.at),
+                    hushed || b.reference.sounding(Duration::from_millis(100)),
+                    hushed,
+                )
+            }
+            None => (0.0, false, false),
+        };
+        let events = self.floor.step(&floor::Frame {
+            score,
+            level,
+            echo_ref,
+            playing,
+            hushed,
+        });
+        self.stats
+            .detect_us
+            .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+        let at = f.at;
+        if self.preroll.len() == PREROLL_FRAMES {
+            self.preroll.pop_front();
+        }
+        self.preroll.push_back(f.pcm);
+        if let Some(u) = &mut self.utterance {
+            if let Some(last) = self.preroll.back() {
+                u.extend_from_slice(last);
+            }
+        }
+        for e in events {
+            match e {
+                floor::Event::Pause => {
+                    self.stats.pauses.fetch_add(1, Ordering::Relaxed);
+                    if let Some(b) = &self.barge {
+                        b.pause();
+                    }
+                    let _ = self.notes.send(Note::Paused);
+                }
+                floor::Event::Resume => {
+                    self.stats.false_alarms.fetch_add(1, Ordering::Relaxed);
+                    if let Some(b) = &self.barge {
+                        b.resume();
+                    }
+                    let _ = self.notes.send(Note::Resumed);
+                }
+                floor::Event::Interrupt => {
+                    if let Some(b) = &self.barge {
+                        b.interrupt();
+                    }
+                    self.interrupted();
+                }
+                floor::Event::Start => {
+                    self.utterance = Some(self.preroll.iter().flatten().copied().collect());
+                    let _ = self.notes.send(Note::Started);
+                }
+                floor::Event::End { .. } => {
+                    if let Some(u) = self.utterance.take() {
+                        self.recognise(u, at);
+                    }
+                }
+            }
+        }
+    }
+
+    fn interrupted(&mut self) {
+        self.stats.interruptions.fetch_add(1, Ordering::Relaxed);
+        if let Some(cb) = &mut self.on_interrupt {
+            cb();
+        }
+        let _ = self.notes.send(Note::Interrupted { at: Instant::now() });
+    }
+
+    fn cue(&self, listening: bool) {
+        if let Some(b) = &self.barge {
+            b.cue(if listening {
+                Cue::Listening
+            } else {
+                Cue::NotListening
+            });
+        }
+        let _ = self.notes.send(Note::Listening(listening));
+    }
+
+    fn recognise(&mut self, pcm: Vec<i16>, ended: Instant) {
+        self.stats.utterances.fetch_add(1, Ordering::Relaxed);
+        let (Some(r), Some(g)) = (&mut self.recognizer, &self.grammar) else {
+            return;
+        };
+        let Some(h) = r.decode(&pcm) else { return };
+        if let Some(dir) = std::env::var_os("VOXDESK_LISTEN_DUMP") {
+            // What was heard, to listen to when it was not understood.
+            let n = self.stats.utterances.load(Ordering::Relaxed);
+            let _ = write_wav(
+                &std::path::Path::new(&dir).join(format!("{n:03}.wav")),
+                &pcm,
+            );
+        }
+        let meaning = if h.text.trim().is_empty() || h.per_frame < self.reject_below {
+            Heard::Nothing
+        } else {
+            g.interpret(&h.text)
+        };
+        tracing::debug!(
+            "listener: heard {:?} ({:.1}/frame) → {meaning:?}",
+            h.text,
+            h.per_frame
+        );
+        match &meaning {
+            Heard::Nothing => {
+                // Asleep or beside a cloud model, other speech is simply not for us.
+                if matches!(self.mode_now(), Mode::Commands | Mode::Confirm) {
+                    let _ = self.notes.send(Note::NotUnderstood {
+                        text: h.text,
+                        per_frame: h.per_frame,
+                    });
+                }
+                return;
+            }
+            Heard::Stop(_) => {
+                // At once, here: the loop may be busy typing.
+                self.latch.trigger(Cause::Requested);
+                if let Some(b) = &self.barge {
+                    b.interrupt();
+                }
+                self.floor.reset_pause();
+            }
+            Heard::Sleep if !self.asleep => {
+                self.asleep = true;
+                self.rebuild();
+                self.cue(false);
+            }
+            Heard::Wake if self.asleep => {
+                self.asleep = false;
+                self.rebuild();
+                self.cue(true);
+            }
+            _ => {}
+        }
+        let _ = self.notes.send(Note::Heard {
+            text: h.text,
+            meaning,
+            per_frame: h.per_frame,
+            ended,
+        });
+    }
+}
+
+/// RMS of a PCM16 frame, full scale 1.0.
+pub fn rms(pcm: &[i16]) -> f32 {
+    if pcm.is_empty() {
+        return 0.0;
+    }
+    let s: f64 = pcm.iter().map(|&x| f64::from(x) * f64::from(x)).sum();
+    ((s / pcm.len() as f64).sqrt() / 32768.0) as f32
+}
+
+/// A 16 kHz mono WAV of `pcm`.
+pub fn write_wav(path: &std::path::Path, pcm: &[i16]) -> std::io::Result<()> {
+    let data = (pcm.len() * 2) as u32;
+    let mut b = Vec::with_capacity(44 + pcm.len() * 2);
+    b.extend_from_slice(b"RIFF");
+    b.extend_from_slice(&(36 + data).to_le_bytes());
+    b.extend_from_slice(b"WAVEfmt ");
+    b.extend_from_slice(&16u32.to_le_bytes());
+    for v in [1u16, 1] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in [RATE, RATE * 2] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in [2u16, 16] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    b.extend_from_slice(b"data");
+    b.extend_from_slice(&data.to_le_bytes());
+    for s in pcm {
+        b.extend_from_slice(&s.to_le_bytes());
+    }
+    std::fs::write(path, b)
+}

@@ -1,0 +1,517 @@
+//! The listener on the virtual sound card with real audio: speech into the mic silences voxdesk's narration (heard on the speaker's monitor), its own voice looped back into the mic does not, spoken commands in two synthetic voices drive xcalc and an xterm, other speech does nothing and is reported, and "stop" spoken during a long `type` halts it.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::narration::Speaker;
+use crate::util::*;
+use voxdesk::voice::grammar::{Heard, Mode};
+use voxdesk::voice::listen::{Listener, Note, Spec};
+use voxdesk::voice::mic::Mic;
+use voxdesk::voice::narrate::Narrator;
+
+const ESPEAK: &[&str] = &["espeak-ng", "-v", "en-us+klatt2", "-s", "150"];
+const FLITE: &[&str] = &["flite", "-voice", "rms"];
+
+/// `text` said by `voice` into a 16 kHz WAV at `path`.
+fn say_to(voice: &[&str], text: &str, path: &Path) {
+    let raw = path.with_extension("raw.wav");
+    let mut c = Command::new(voice[0]);
+    c.args(&voice[1..]);
+    if voice[0] == "flite" {
+        c.args(["-t", text, "-o"]).arg(&raw);
+    } else {
+        c.arg("-w").arg(&raw).arg("--").arg(text);
+    }
+    assert!(c.status().expect("the synthetic voice runs").success());
+    let st = Command::new("sox")
+        .arg(&raw)
+        .args(["-r", "16000", "-c", "1"])
+        .arg(path)
+        .status()
+        .expect("sox");
+    assert!(st.success());
+}
+
+/// Speak a WAV into the virtual microphone (blocks until it has played).
+fn into_mic(wav: &Path) {
+    let st = Command::new("paplay")
+        .args(["-d", "micfeed"])
+        .arg(wav)
+        .status()
+        .expect("paplay");
+    assert!(st.success());
+}
+
+/// Seconds from the start of a recording to its last sample above -30 dBFS.
+fn last_sound(wav: &Path) -> f64 {
+    let o = Command::new("sox")
+        .arg(wav)
+        .args([
+            "-t",
+            "raw",
+            "-r",
+            "8000",
+            "-c",
+            "1",
+            "-b",
+            "16",
+            "-e",
+            "signed-integer",
+            "-",
+        ])
+        .output()
+        .expect("sox");
+    let s: Vec<i16> = o
+        .stdout
+        .chunks_exact(2)
+        .map(|b| i16::from_le_bytes([b[0], b[1]]))
+        .collect();
+    let last = s.iter().rposition(|x| x.unsigned_abs() > 1036).unwrap_or(0);
+    last as f64 / 8000.0
+}
+
+const LONG: &str = "This is a long sentence that voxdesk says aloud while somebody starts to talk over it, and it goes on for quite a while so that an interruption can be heard clearly.";
+
+#[test]
+fn speech_into_the_mic_silences_the_narration() {
+    let Some(_rig) = rig() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let over = dir.path().join("over.wav");
+    say_to(FLITE, "wait, wait a moment please", &over);
+    let wavs = dir.path().join("narration");
+    let mut narrator = Narrator::new(true, Some(wavs.clone()), None);
+    let barge = narrator.barge().expect("a voice thread");
+    let latch = Arc::new(voxdesk::input::stop::StopLatch::default());
+    let listener = Listener::start(
+        Spec::new(vec!["stop".into()], false, Mode::StopOnly),
+        Some(barge),
+        latch,
+        None,
+    )
+    .unwrap();
+    let mic = Mic::start_taps(None, vec![listener.mic_tap()]).expect("the virtual mic");
+    let rec_path = dir.path().join("speaker.wav");
+    let rec = Speaker::record(&rec_path);
+    let t0 = Instant::now();
+    narrator.say(LONG);
+    std::thread::sleep(Duration::from_millis(2000));
+    let spoke_at = t0.elapsed().as_secs_f64();
+    into_mic(&over);
+    std::thread::sleep(Duration::from_millis(1500));
+    rec.stop();
+    drop(mic);
+    let full = crate::narration::sounding_seconds(&wavs.join("001.wav"));
+    let heard = last_sound(&rec_path);
+    assert!(full > 7.0, "the sentence should be long: {full} s");
+    let s = &listener.stats;
+    assert_eq!(
+        s.interruptions.load(std::sync::atomic::Ordering::Relaxed),
+        1,
+        "one interruption"
+    );
+    // The speaker fell silent soon after the person started (the recording began ~0.3 s
+    // before the sentence; the speech took a while to reach the mic): not the whole sentence.
+    assert!(
+        heard < spoke_at + 1.5 && heard < full,
+        "the narration went on: last sound at {heard:.2} s, speech at {spoke_at:.2} s, sentence {full:.2} s"
+    );
+}
+
+#[test]
+fn its_own_voice_looped_into_the_mic_does_not_interrupt_it() {
+    let Some(_rig) = rig() else { return };
+    let module = Command::new("pactl")
+        .args([
+            "load-module",
+            "module-loopback",
+            "source=spk.monitor",
+            "sink=micfeed",
+            "latency_msec=20",
+        ])
+        .output()
+        .unwrap();
+    assert!(module.status.success());
+    let module = String::from_utf8_lossy(&module.stdout).trim().to_string();
+    struct Unload(String);
+    impl Drop for Unload {
+        fn drop(&mut self) {
+            let _ = Command::new("pactl")
+                .args(["unload-module", &self.0])
+                .status();
+        }
+    }
+    let _unload = Unload(module.clone());
+    std::thread::sleep(Duration::from_millis(300));
+    // -10 dB: the loopback's sink input at a linear gain of 0.316.
+    let list = Command::new("pactl")
+        .args(["list", "sink-inputs"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&list.stdout);
+    let (mut cur, mut input) = (None, None);
+    for l in text.lines() {
+        if let Some(n) = l.strip_prefix("Sink Input #") {
+            cur = Some(n.trim().to_string());
+        }
+        if l.trim() == format!("Owner Module: {module}") {
+            input = cur.clone();
+        }
+    }
+    let input = input.expect("the loopback's sink input");
+    assert!(Command::new("pactl")
+        .args(["set-sink-input-volume", &input, "0.316"])
+        .status()
+        .unwrap()
+        .success());
+    let dir = tempfile::tempdir().unwrap();
+    let mut narrator = Narrator::new(true, None, None);
+    let barge = narrator.barge().expect("a voice thread");
+    let reference = barge.reference.clone();
+    let listener = Listener::start(
+        Spec::new(vec!["stop".into()], false, Mode::StopOnly),
+        Some(barge),
+        Arc::new(voxdesk::input::stop::StopLatch::default()),
+        None,
+    )
+    .unwrap();
+    let mic = Mic::start_taps(None, vec![listener.mic_tap()]).expect("the virtual mic");
+    let rec_path = dir.path().join("speaker.wav");
+    let rec = Speaker::record(&rec_path);
+    for s in [
+        "I can see a calculator. I'll click seven.",
+        "Clicked seven: the display shows seven. Clicking plus, then five, then equals.",
+        LONG,
+    ] {
+        narrator.say(s);
+        std::thread::sleep(Duration::from_millis(800));
+        let t = Instant::now();
+        while reference.sounding(Duration::from_millis(300))
+            && t.elapsed() < Duration::from_secs(15)
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    rec.stop();
+    drop(mic);
+    let st = &listener.stats;
+    assert_eq!(
+        st.interruptions.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "its own voice interrupted it"
+    );
+    assert_eq!(
+        st.pauses.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "its own voice paused it"
+    );
+    assert!(crate::narration::sounding_seconds(&rec_path) > 10.0);
+}
+
+#[test]
+fn the_recogniser_understands_commands_in_two_voices_and_rejects_other_speech() {
+    // Real pocketsphinx on synthetic speech, fed frame by frame (no sound card needed).
+    let dir = tempfile::tempdir().unwrap();
+    let listener = Listener::start(
+        Spec::new(vec!["stop".into(), "cancel".into()], true, Mode::Commands),
+        None,
+        Arc::new(voxdesk::input::stop::StopLatch::default()),
+        None,
+    )
+    .expect("pocketsphinx and its US English model (cargo xtask test installs them)");
+    let labels: Vec<String> = ["AC", "7", "+", "5", "=", "Downloads", "Documents", "xcalc"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    listener.set_labels(labels);
+    let cases: &[(&[&str], &str, Option<Heard>)] = &[
+        (
+            ESPEAK,
+            "click seven",
+            Some(Heard::Command("click 7".into())),
+        ),
+        (FLITE, "click plus", Some(Heard::Command("click +".into()))),
+        (
+            ESPEAK,
+            "double click downloads",
+            Some(Heard::Command("double-click Downloads".into())),
+        ),
+        (
+            FLITE,
+            "click equals",
+            Some(Heard::Command("click =".into())),
+        ),
+        (
+            FLITE,
+            "click x calc",
+            Some(Heard::Command("click xcalc".into())),
+        ),
+        (ESPEAK, "stop", Some(Heard::Stop("stop".into()))),
+        (
+            FLITE,
+            "what is the weather like today",
+            Some(Heard::Nothing),
+        ),
+    ];
+    for (voice, said, want) in cases {
+        let wav = dir.path().join("u.wav");
+        say_to(voice, said, &wav);
+        let pcm = read_pcm16(&wav);
+        let got = feed(&listener, &pcm);
+        assert_eq!(&got, want, "{} said {said:?}", voice[0]);
+    }
+}
+
+fn read_pcm16(wav: &Path) -> Vec<i16> {
+    let o = Command::new("sox")
+        .arg(wav)
+        .args([
+            "-t",
+            "raw",
+            "-r",
+            "16000",
+            "-c",
+            "1",
+            "-b",
+            "16",
+            "-e",
+            "signed-integer",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    o.stdout
+        .chunks_exact(2)
+        .map(|b| i16::from_le_bytes([b[0], b[1]]))
+        .collect()
+}
+
+fn feed(listener: &Listener, pcm: &[i16]) -> Option<Heard> {
+    let mut all = vec![0i16; 6400];
+    all.extend_from_slice(pcm);
+    all.extend(vec![0i16; 9600]);
+    let at = Instant::now();
+    for c in all.chunks_exact(256) {
+        listener.feed(voxdesk::voice::mic::Frame {
+            pcm: c.to_vec(),
+            at,
+        });
+    }
+    let until = Instant::now() + Duration::from_secs(5);
+    while let Some(left) = until.checked_duration_since(Instant::now()) {
+        match listener.next(left) {
+            Some(Note::Heard { meaning, .. }) => return Some(meaning),
+            Some(Note::NotUnderstood { text, per_frame }) => {
+                eprintln!("not understood: {text:?} ({per_frame:.1}/frame)");
+                return Some(Heard::Nothing);
+            }
+            Some(_) => {}
+            None => break,
+        }
+    }
+    None
+}
+
+/// `voxdesk listen --provider local` on the rig, its output collected.
+struct Listening {
+    child: Guard,
+    out: Arc<std::sync::Mutex<String>>,
+}
+
+impl Listening {
+    fn start(display: &str, data: &Path, apps: &str) -> Listening {
+        use std::io::BufRead;
+        let mut child = bin()
+            .env("DISPLAY", display)
+            .env("XDG_DATA_HOME", data)
+            .env("VOXDESK_ALLOW_APPS", apps)
+            .args(["listen", "--provider", "local", "--mode", "auto"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out: Arc<std::sync::Mutex<String>> = Arc::default();
+        for pipe in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let o = out.clone();
+            std::thread::spawn(move || {
+                for l in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                    o.lock().unwrap().push_str(&format!("{l}\n"));
+                }
+            });
+        }
+        let l = Listening {
+            child: Guard(child),
+            out,
+        };
+        assert!(
+            wait_for(Duration::from_secs(30), || l
+                .text()
+                .contains("listening on")),
+            "voxdesk listen did not start: {}",
+            l.text()
+        );
+        // Let it finish saying "Listening." (speech over it is heard only when louder than the
+        // echo it could cause, until the echo has been measured).
+        std::thread::sleep(Duration::from_millis(1500));
+        l
+    }
+    fn text(&self) -> String {
+        self.out.lock().unwrap().clone()
+    }
+    fn wait(&self, needle: &str, within: Duration) -> bool {
+        wait_for(within, || self.text().contains(needle))
+    }
+    fn end(mut self) -> String {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.0.id().to_string()])
+            .status();
+        let _ = self.child.0.wait();
+        std::thread::sleep(Duration::from_millis(200));
+        self.text()
+    }
+}
+
+#[test]
+fn spoken_commands_in_two_voices_drive_xcalc_and_other_speech_does_nothing() {
+    let Some(rig) = rig() else { return };
+    let _calc = app(&rig, &["xcalc", "-geometry", "300x400+400+200"], "XCalc");
+    let dir = tempfile::tempdir().unwrap();
+    let l = Listening::start(&rig, dir.path(), "XCalc");
+    let wav = dir.path().join("say.wav");
+    for (i, (voice, said, done)) in [
+        (ESPEAK, "click seven", "click 7"),
+        (FLITE, "click plus", "click +"),
+        (ESPEAK, "click five", "click 5"),
+        (FLITE, "click equals", "click ="),
+    ]
+    .iter()
+    .enumerate()
+    {
+        say_to(voice, said, &wav);
+        into_mic(&wav);
+        assert!(
+            wait_for(Duration::from_secs(20), || l
+                .text()
+                .matches("session: ")
+                .count()
+                > i),
+            "{said:?} did not run: {}",
+            l.text()
+        );
+        assert!(
+            l.text().contains(&format!("▶  {done}")),
+            "{said:?}: {}",
+            l.text()
+        );
+    }
+    // Not a command: said not understood, and nothing runs.
+    say_to(FLITE, "what is the weather like today", &wav);
+    into_mic(&wav);
+    assert!(
+        l.wait("not understood", Duration::from_secs(10)),
+        "{}",
+        l.text()
+    );
+    let out = l.end();
+    assert_eq!(out.matches("session: ").count(), 4, "{out}");
+    // The effect, read from the screen by a separate look: 7 + 5 = 12 on xcalc's display.
+    let look = bin()
+        .env("DISPLAY", &*rig)
+        .args(["look", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&look.stdout).unwrap();
+    let texts: Vec<&str> = v["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["text"].as_str())
+        .collect();
+    assert!(
+        texts.contains(&"12"),
+        "xcalc does not show 12: {texts:?}\n{out}"
+    );
+}
+
+#[test]
+fn stop_spoken_during_a_long_type_halts_it() {
+    let Some(rig) = rig() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typed.txt");
+    // A terminal whose program writes every key it gets to a file at once.
+    let script = format!("stty -icanon -echo; exec cat > {}", file.display());
+    let _term = app(
+        &rig,
+        &[
+            "xterm",
+            "-geometry",
+            "100x20+100+100",
+            "-e",
+            "sh",
+            "-c",
+            &script,
+        ],
+        "XTerm",
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let wav = dir.path().join("stop.wav");
+    say_to(ESPEAK, "stop", &wav);
+    let latch = Arc::new(voxdesk::input::stop::StopLatch::default());
+    let listener = Listener::start(
+        Spec::new(vec!["stop".into(), "cancel".into()], true, Mode::Commands),
+        None,
+        latch.clone(),
+        None,
+    )
+    .unwrap();
+    let mic = Mic::start_taps(None, vec![listener.mic_tap()]).expect("the virtual mic");
+    let mut settings = voxdesk::config::Settings::default();
+    settings.rails.mode = voxdesk::config::Mode::Auto;
+    settings.rails.allow_apps = vec!["XTerm".into()];
+    let mut desk = voxdesk::desk::Desk::new(
+        &settings,
+        None,
+        Box::new(voxdesk::desk::confirm::Nobody),
+        latch.clone(),
+    )
+    .unwrap();
+    let text = "abcdefghij".repeat(150);
+    let task = format!("type \"{text}\"");
+    let speaker = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1200));
+        into_mic(&wav);
+    });
+    let mut planner = voxdesk::agent::offline::LocalPlanner::new(&task).unwrap();
+    let end = voxdesk::agent::drive(
+        &mut planner,
+        &mut desk,
+        voxdesk::agent::Limits {
+            step_cap: 3,
+            no_progress: 2,
+        },
+    );
+    speaker.join().unwrap();
+    drop(mic);
+    std::thread::sleep(Duration::from_millis(300));
+    let typed = std::fs::read_to_string(&file).unwrap_or_default();
+    assert_eq!(
+        latch.cause(),
+        Some(voxdesk::input::stop::Cause::Requested),
+        "the spoken stop set the latch ({:?}, typed {})",
+        end.status,
+        typed.len()
+    );
+    assert_eq!(end.status, voxdesk::record::session::Status::Stopped);
+    assert!(
+        !typed.is_empty() && typed.len() < text.len(),
+        "typing was not halted part way: {} of {} characters",
+        typed.len(),
+        text.len()
+    );
+    assert!(text.starts_with(&typed), "typed something else: {typed:?}");
+}
