@@ -47,7 +47,7 @@ impl Default for Tuning {
             confirm_frames: 10,
             resume_frames: 19,
             start_frames: 3,
-            end_frames: 15,
+            end_frames: 10,
             max_frames: 500,
         }
     }
@@ -100,10 +100,13 @@ struct Utterance {
 
 /// How many played frames the coupling is measured over (about 3 s).
 const RATIOS: usize = 190;
+/// The frames the noise floor is the minimum of (2 s).
+const NOISE_WINDOW: usize = 125;
 
 pub struct Floor {
     t: Tuning,
     noise: f32,
+    levels: VecDeque<f32>,
     ratios: VecDeque<f32>,
     coupling: f32,
     run: u32,
@@ -121,6 +124,7 @@ impl Floor {
             coupling: t.echo_default,
             t,
             noise: 0.0,
+            levels: VecDeque::with_capacity(NOISE_WINDOW),
             ratios: VecDeque::with_capacity(RATIOS),
             run: 0,
             recent: 0,
@@ -145,12 +149,15 @@ impl Floor {
         let speechlike = f.score >= self.t.voiced
             && f.level >= self.t.min_level
             && f.level >= self.noise * self.t.over_noise;
-        // The room's noise floor: follows a quieter level at once, and a louder one over about
-        // a second of frames the detector calls non-speech.
-        if f.level < self.noise {
-            self.noise = f.level;
-        } else if f.score < self.t.voiced {
-            self.noise += (f.level - self.noise) * 0.05;
+        // The room's noise floor: the quietest of the last two seconds of frames heard while
+        // nobody held the floor (speech has pauses; a steady noise, which the detector may well
+        // call speech, has none).
+        if self.utterance.is_none() && self.paused.is_none() {
+            if self.levels.len() == NOISE_WINDOW {
+                self.levels.pop_front();
+            }
+            self.levels.push_back(f.level);
+            self.noise = self.levels.iter().copied().fold(f32::INFINITY, f32::min);
         }
         // The echo's coupling, measured while the voice plays unpaused: the 90th percentile
         // of the microphone's level over what was played (a moment of real speech moves it
@@ -286,8 +293,8 @@ mod tests {
         frames.extend(vec![silence(); 20]);
         let ev = run(&mut fl, &frames);
         assert_eq!(ev[0], (12, Event::Start));
-        // 30 voiced frames, then 15 quiet ones end it: 3 counted at the start, 27 + 15 after.
-        assert_eq!(ev[1], (54, Event::End { frames: 45 }));
+        // 30 voiced frames, then 10 quiet ones end it: 3 counted at the start, 27 + 10 after.
+        assert_eq!(ev[1], (49, Event::End { frames: 40 }));
         assert_eq!(ev.len(), 2);
     }
 
@@ -317,6 +324,7 @@ mod tests {
     #[test]
     fn the_pause_comes_on_the_second_voiced_frame() {
         let mut fl = Floor::new(Tuning::default());
+        run(&mut fl, &[silence(); 5]);
         let f = Frame {
             playing: true,
             ..speech(0.2)
@@ -376,7 +384,9 @@ mod tests {
             ..Tuning::default()
         };
         let mut fl = Floor::new(t);
-        let ev = run(&mut fl, &vec![speech(0.1); 60]);
-        assert!(ev.contains(&(49, Event::End { frames: 50 })), "{ev:?}");
+        let mut frames = vec![silence(); 5];
+        frames.extend(vec![speech(0.1); 60]);
+        let ev = run(&mut fl, &frames);
+        assert!(ev.contains(&(54, Event::End { frames: 50 })), "{ev:?}");
     }
 }

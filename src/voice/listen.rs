@@ -19,7 +19,7 @@ const FRAME: usize = 256;
 /// Audio kept from before an utterance was noticed.
 const PREROLL_FRAMES: usize = 20;
 /// How far back the echo of what was played can still arrive at the microphone.
-const ECHO_WINDOW: Duration = Duration::from_millis(400);
+const ECHO_WINDOW: Duration = Duration::from_millis(250);
 /// A hypothesis whose words score below this per frame was forced into the grammar: not
 /// understood. Measured (`voxdesk bench voice`, tests/it/voice.rs): commands said clearly score
 /// -12 to -40, out-of-grammar sentences forced into a command -42 to -75.

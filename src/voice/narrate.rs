@@ -34,6 +34,8 @@ enum Cmd {
     Interrupt,
     /// A short sound marking the microphone's state.
     Cue(Cue),
+    /// The narrator is gone: finish the last words and end.
+    End,
 }
 
 /// The microphone's state, heard: a rising pair of notes when it starts listening, a falling
@@ -207,8 +209,11 @@ impl Voice {
 
 impl Drop for Voice {
     fn drop(&mut self) {
-        // Closing the channel lets the thread finish the last sentence (bounded) and exit.
-        self.tx = None;
+        // The thread finishes the last sentence (bounded) and exits; other holders of the
+        // channel (the listener's `Barge`, the model's `Speaker`) may outlive this.
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(Cmd::End);
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -249,6 +254,7 @@ fn voice_thread(
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         };
         let (text, wav) = match cmd {
+            Cmd::End => break,
             Cmd::Cut => {
                 playing = None; // dropping a Player stops it
                 model = None;

@@ -651,11 +651,13 @@ fn demo() -> Result<()> {
     Ok(())
 }
 
-/// The calculator driven by voice: each command spoken by espeak-ng into the virtual mic while
+/// The calculator driven by voice: each command spoken by flite into the virtual mic while
 /// `voxdesk listen --provider local` runs; prints what it heard; true when xcalc shows 9 × 4.
 fn voice_demo(rig: &Rig, bin: &Path, data: &Path, out: &Path) -> Result<bool> {
     use std::io::BufRead;
-    println!("\n$ voxdesk listen --provider local --mode auto   (spoken into the virtual mic by espeak-ng)");
+    println!(
+        "\n$ voxdesk listen --provider local --mode auto   (spoken into the virtual mic by flite)"
+    );
     let mut child = rig
         .cmd(bin.to_str().unwrap())
         .env("VOXDESK_ALLOW_APPS", "XCalc")
@@ -697,10 +699,11 @@ fn voice_demo(rig: &Rig, bin: &Path, data: &Path, out: &Path) -> Result<bool> {
             "click nine, click times, click four, click equals",
         ] {
             let wav = out.join("say.wav");
-            run(Command::new("espeak-ng")
-                .args(["-v", "en-us", "-s", "150", "-w"])
-                .arg(&wav)
-                .arg(said))?;
+            // flite's voices are the ones pocketsphinx's model hears best (`voxdesk bench
+            // voice` measures espeak-ng's too).
+            run(Command::new("flite")
+                .args(["-voice", "rms", "-t", said, "-o"])
+                .arg(&wav))?;
             println!("  (said into the mic: {said:?})");
             run(rig.cmd("paplay").args(["-d", "micfeed"]).arg(&wav))?;
             spoken += 1;
