@@ -53,7 +53,7 @@ impl Confirm for VoiceConfirm {
         while self.listener.next(Duration::ZERO).is_some() {}
         self.listener.set_mode(Mode::Confirm);
         let text = spoken(q);
-        println!("🗣  {text} (say yes or no)");
+        tracing::info!("asked aloud: {text} (say yes or no)");
         if let Ok(mut v) = self.voice.lock() {
             v.say(&text);
         }
@@ -63,7 +63,7 @@ impl Confirm for VoiceConfirm {
                 break false;
             }
             let Some(left) = until.checked_duration_since(Instant::now()) else {
-                println!("(no answer: taken as no)");
+                tracing::info!("no answer: taken as no");
                 break false;
             };
             match self.listener.next(left.min(Duration::from_millis(50))) {
@@ -76,7 +76,7 @@ impl Confirm for VoiceConfirm {
                     }
                 },
                 Some(Note::NotUnderstood { text, .. }) => {
-                    println!("👂 {text:?}: not a yes");
+                    tracing::info!("heard {text:?}: not a yes");
                     break false;
                 }
                 _ => {}
