@@ -48,28 +48,7 @@ fn into_mic(wav: &Path) {
 
 /// Seconds from the start of a recording to its last sample above -30 dBFS.
 fn last_sound(wav: &Path) -> f64 {
-    let o = Command::new("sox")
-        .arg(wav)
-        .args([
-            "-t",
-            "raw",
-            "-r",
-            "8000",
-            "-c",
-            "1",
-            "-b",
-            "16",
-            "-e",
-            "signed-integer",
-            "-",
-        ])
-        .output()
-        .expect("sox");
-    let s: Vec<i16> = o
-        .stdout
-        .chunks_exact(2)
-        .map(|b| i16::from_le_bytes([b[0], b[1]]))
-        .collect();
+    let s = read_pcm16(wav, 8000);
     let last = s.iter().rposition(|x| x.unsigned_abs() > 1036).unwrap_or(0);
     last as f64 / 8000.0
 }
@@ -259,30 +238,20 @@ fn the_recogniser_understands_commands_in_two_voices_and_rejects_other_speech() 
     for (voice, said, want) in cases {
         let wav = dir.path().join("u.wav");
         say_to(voice, said, &wav);
-        let pcm = read_pcm16(&wav);
+        let pcm = read_pcm16(&wav, 16_000);
         let got = feed(&listener, &pcm);
         assert_eq!(&got, want, "{} said {said:?}", voice[0]);
     }
 }
 
-fn read_pcm16(wav: &Path) -> Vec<i16> {
+/// A WAV as mono PCM16 at `rate` (sox converts).
+fn read_pcm16(wav: &Path, rate: u32) -> Vec<i16> {
     let o = Command::new("sox")
         .arg(wav)
-        .args([
-            "-t",
-            "raw",
-            "-r",
-            "16000",
-            "-c",
-            "1",
-            "-b",
-            "16",
-            "-e",
-            "signed-integer",
-            "-",
-        ])
+        .args(["-t", "raw", "-r", &rate.to_string(), "-c", "1", "-b", "16"])
+        .args(["-e", "signed-integer", "-"])
         .output()
-        .unwrap();
+        .expect("sox");
     o.stdout
         .chunks_exact(2)
         .map(|b| i16::from_le_bytes([b[0], b[1]]))
