@@ -111,6 +111,22 @@ enum Cmd {
         #[arg(long, value_name = "URL")]
         endpoint: Option<String>,
     },
+    /// The daemon: one process owns the screen's session, as an HTTP API with a live event
+    /// stream and a web panel at / (token in the config dir's serve.token). `run` uses it when
+    /// it runs.
+    Serve {
+        /// Address to listen on; anything beyond loopback is an explicit choice (warned).
+        #[arg(long, default_value = "127.0.0.1:7878")]
+        bind: String,
+        /// Do not speak narration.
+        #[arg(long)]
+        quiet: bool,
+        /// A confirmation not answered within this many ms is a no.
+        #[arg(long, default_value_t = 60_000)]
+        confirm_timeout_ms: u64,
+        #[arg(long, default_value_t = 20)]
+        step_cap: usize,
+    },
     /// List recorded sessions.
     Sessions,
     /// Write a self-contained HTML report of a session (an id from `voxdesk sessions`, or a path).
@@ -340,6 +356,20 @@ fn run(cli: Cli) -> Result<Exit> {
         ),
         Cmd::Report { id, out } => cli::sessions::report(&id, out),
         Cmd::Sessions => cli::sessions::list(),
+        Cmd::Serve {
+            bind,
+            quiet,
+            confirm_timeout_ms,
+            step_cap,
+        } => cli::serve::serve(
+            cli::serve::ServeArgs {
+                bind,
+                quiet,
+                confirm_timeout_ms,
+                step_cap,
+            },
+            config,
+        ),
         Cmd::Config { mode } => {
             print!("{}", cli::settings(config, mode)?.render());
             Ok(Exit::Ok)

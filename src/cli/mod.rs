@@ -12,6 +12,7 @@ pub mod look;
 pub mod probe;
 pub mod realtime;
 pub mod run;
+pub mod serve;
 pub mod sessions;
 pub mod task_suite;
 

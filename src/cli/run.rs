@@ -28,6 +28,27 @@ pub struct RunArgs {
 pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     let loaded = settings(config, a.mode.clone())?;
     let model = super::realtime::model(&loaded, &a.provider, a.model.as_deref());
+    // One process owns the screen's session: when the daemon runs, it runs this one too.
+    if let Some((url, token)) = super::serve::running_daemon() {
+        if a.endpoint.is_some() || a.narration_wav.is_some() {
+            tracing::warn!("--endpoint and --narration-wav are the daemon's to set; ignored");
+        }
+        let model = model.or_else(|| {
+            registry::resolve(&a.provider, None)
+                .ok()
+                .map(|(_, m)| m.to_string())
+        });
+        return super::serve::client::run(
+            &url,
+            &token,
+            super::serve::client::Start {
+                task: &a.task,
+                provider: &a.provider,
+                model,
+                mode: a.mode.clone(),
+            },
+        );
+    }
     match registry::resolve_realtime(&a.provider, model.as_deref()) {
         Ok(Some((provider, model))) => return realtime(a, loaded, provider, model),
         Ok(None) => {}
@@ -112,8 +133,7 @@ fn realtime(
     provider: &'static str,
     model: String,
 ) -> Result<Exit> {
-    use voxdesk::realtime::driver::{RealtimeDriver, INSTRUCTION_VERSION};
-    use voxdesk::realtime::session::{Playback, Silent};
+    use voxdesk::realtime::driver::INSTRUCTION_VERSION;
     let spec = match super::realtime::spec(&loaded, provider, &model, a.endpoint.as_deref()) {
         Ok(s) => s,
         Err(e) => {
@@ -135,11 +155,45 @@ fn realtime(
         return Ok(Exit::Refused);
     };
     desk.subscribe(Box::new(Console));
-    desk.send_pictures(super::realtime::pictures(&spec));
-    // One voice thread owns the speaker: voxdesk's own sentences and the model's speech.
-    let narrator = Narrator::new(!a.quiet, a.narration_wav, Some(latch.clone()));
+    let status = drive_realtime(
+        &mut desk,
+        &spec,
+        Voice {
+            speak: !a.quiet,
+            wav: a.narration_wav,
+        },
+        &a.task,
+        Limits {
+            step_cap: a.step_cap,
+            no_progress: loaded.settings.rails.max_failures,
+        },
+    )?;
+    finish(desk, status)
+}
+
+/// How a session sounds: spoken aloud, and written to WAVs.
+pub struct Voice {
+    pub speak: bool,
+    pub wav: Option<PathBuf>,
+}
+
+/// Drive `task` on `desk` by a realtime model (`run` and the daemon): one voice thread owns the
+/// speaker (voxdesk's sentences and the model's speech), the local listener hears the person
+/// over it, and the microphone streams to the model when there is one.
+pub fn drive_realtime(
+    desk: &mut Desk,
+    spec: &voxdesk::realtime::driver::Spec,
+    voice: Voice,
+    task: &str,
+    limits: Limits,
+) -> Result<Status> {
+    use voxdesk::realtime::driver::RealtimeDriver;
+    use voxdesk::realtime::session::{Playback, Silent};
+    let latch = desk.latch();
+    desk.send_pictures(super::realtime::pictures(spec));
+    let narrator = Narrator::new(voice.speak, voice.wav, Some(latch.clone()));
     let speaker: Box<dyn Playback> = match narrator.speaker() {
-        Some(s) if !a.quiet => Box::new(s),
+        Some(s) if voice.speak => Box::new(s),
         _ => Box::new(Silent::new()),
     };
     let barge = narrator.barge();
@@ -151,15 +205,8 @@ fn realtime(
     let mic = super::realtime::mic(&session, spec.profile.input_rate, tap)
         .map_err(|e| tracing::warn!("{e}; the task runs without listening"))
         .ok();
-    let mut driver = RealtimeDriver::new(&spec, session, latch, Some(a.task.clone()));
-    let end = drive(
-        &mut driver,
-        &mut desk,
-        Limits {
-            step_cap: a.step_cap,
-            no_progress: loaded.settings.rails.max_failures,
-        },
-    );
+    let mut driver = RealtimeDriver::new(spec, session, latch, Some(task.to_string()));
+    let end = drive(&mut driver, desk, limits);
     drop(mic);
     let stats = driver.finish();
     tracing::info!(
@@ -169,5 +216,5 @@ fn realtime(
         stats.frames_in,
         stats.frames_bad
     );
-    finish(desk, end.status)
+    Ok(end.status)
 }

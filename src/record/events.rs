@@ -119,10 +119,18 @@ pub struct Bus {
     sinks: Vec<Box<dyn Sink>>,
     seq: u64,
     failure: Option<String>,
+    /// The session's opening event, handed to sinks that subscribe after it (a late sink
+    /// still learns which session it is hearing).
+    started: Option<Stamped>,
 }
 
 impl Bus {
-    pub fn subscribe(&mut self, sink: Box<dyn Sink>) {
+    pub fn subscribe(&mut self, mut sink: Box<dyn Sink>) {
+        if let Some(e) = &self.started {
+            if let Err(why) = sink.take(e) {
+                self.failure.get_or_insert(why);
+            }
+        }
         self.sinks.push(sink);
     }
 
@@ -133,6 +141,9 @@ impl Bus {
             t_ms: now_ms(),
             event,
         };
+        if matches!(e.event, Event::SessionStarted { .. }) {
+            self.started = Some(e.clone());
+        }
         for s in &mut self.sinks {
             if let Err(why) = s.take(&e) {
                 self.failure.get_or_insert(why);
@@ -222,5 +233,25 @@ mod tests {
         assert!(line.contains("\"event\":\"recovery\"") && line.contains("\"ran\":true"));
         assert_eq!(bus.take_failure().as_deref(), Some("disk full"));
         assert_eq!(bus.take_failure(), None, "reported once");
+    }
+
+    #[test]
+    fn a_late_sink_still_learns_which_session_it_hears() {
+        let mut bus = Bus::default();
+        bus.emit(Event::SessionStarted {
+            session: "s1".into(),
+            task: "t".into(),
+            provider: "local".into(),
+            model: "offline-planner".into(),
+            mode: "auto".into(),
+            prompt_version: "v".into(),
+        });
+        bus.emit(Event::Narration { text: "a".into() });
+        let late = Memory::default();
+        bus.subscribe(Box::new(late.clone()));
+        bus.emit(Event::Narration { text: "b".into() });
+        let got = late.0.lock().unwrap().clone();
+        assert_eq!(got.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 3]);
+        assert!(matches!(got[0].event, Event::SessionStarted { .. }));
     }
 }

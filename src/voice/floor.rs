@@ -60,7 +60,8 @@ pub struct Frame {
     pub score: f32,
     /// The microphone's RMS level, full scale 1.0.
     pub level: f32,
-    /// The loudest the speaker played over the echo path's window before this frame (0: silent).
+    /// What the speaker played that the microphone hears now, aligned at the echo path's delay
+    /// (`echo::EchoPath`; 0: silent).
     pub echo_ref: f32,
     /// The voice is sounding (or paused by us): speech now is speaking over it.
     pub playing: bool,

@@ -6,6 +6,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::echo::{self, EchoPath};
 use super::floor::{self, Floor, Tuning};
 use super::grammar::{self, Heard, Mode};
 use super::mic::{self, Frame};
@@ -18,11 +19,9 @@ pub const RATE: u32 = 16_000;
 const FRAME: usize = 256;
 /// Audio kept from before an utterance was noticed.
 const PREROLL_FRAMES: usize = 20;
-/// How far back the echo of what was played can still arrive at the microphone.
-const ECHO_WINDOW: Duration = Duration::from_millis(250);
-/// A hypothesis whose words score below this per frame was forced into the grammar: not
-/// understood. Measured (`voxdesk bench voice`, tests/it/voice.rs): commands said clearly score
-/// -12 to -40, out-of-grammar sentences forced into a command -42 to -75.
+/// A hypothesis whose words score this far below a free loop of phones, per frame, was forced
+/// into the grammar: not understood (`Hypothesis::confidence`; measured with
+/// `voxdesk bench voice --part accuracy`).
 pub const REJECT_BELOW: f64 = -42.0;
 
 pub struct Spec {
@@ -45,7 +44,11 @@ impl Spec {
             mode,
             push_to_talk: None,
             tuning: Tuning::default(),
-            reject_below: REJECT_BELOW,
+            // A knob for measuring the threshold (`voxdesk bench voice`), not a setting.
+            reject_below: std::env::var("VOXDESK_REJECT_BELOW")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(REJECT_BELOW),
         }
     }
 }
@@ -129,6 +132,7 @@ impl Listener {
                 let mut w = Worker {
                     vad: earshot::Detector::default_boxed(),
                     floor: Floor::new(spec.tuning.clone()),
+                    echo: EchoPath::default(),
                     recognizer,
                     grammar: None,
                     labels: Vec::new(),
@@ -207,6 +211,7 @@ impl Drop for Listener {
 struct Worker {
     vad: Box<earshot::Detector>,
     floor: Floor,
+    echo: EchoPath,
     recognizer: Option<Recognizer>,
     grammar: Option<grammar::Grammar>,
     labels: Vec<String>,
@@ -317,10 +322,23 @@ impl Worker {
         let level = rms(&f.pcm);
         let (echo_ref, playing, hushed) = match &self.barge {
             Some(b) => {
-                let from = f.at.checked_sub(ECHO_WINDOW).unwrap_or(f.at);
+                // What was played in each 16 ms slice before this frame; the echo path's delay
+                // picks the one the microphone is hearing now (learnt while nobody speaks over it).
+                let played: [f32; echo::LAGS] = b
+                    .reference
+                    .slices(f.at, Duration::from_millis(u64::from(floor::FRAME_MS)));
                 let hushed = b.reference.hushed();
+                let learn = !hushed && !self.floor.in_utterance();
+                let was = self.echo.lag();
+                let echo_ref = self.echo.step(level, &played, learn);
+                if self.echo.lag() != was {
+                    tracing::debug!(
+                        "listener: the echo arrives {:?} frames after it is played",
+                        self.echo.lag()
+                    );
+                }
                 (
-                    b.reference.level(from, f.at),
+                    echo_ref,
                     hushed || b.reference.sounding(Duration::from_millis(100)),
                     hushed,
                 )
@@ -406,7 +424,9 @@ impl Worker {
         let (Some(r), Some(g)) = (&mut self.recognizer, &self.grammar) else {
             return;
         };
+        let t = Instant::now();
         let Some(h) = r.decode(&pcm) else { return };
+        let decode_ms = t.elapsed().as_secs_f64() * 1000.0;
         if let Some(dir) = std::env::var_os("VOXDESK_LISTEN_DUMP") {
             // What was heard, to listen to when it was not understood.
             let n = self.stats.utterances.load(Ordering::Relaxed);
@@ -415,15 +435,17 @@ impl Worker {
                 &pcm,
             );
         }
-        let meaning = if h.text.trim().is_empty() || h.per_frame < self.reject_below {
+        let confidence = h.confidence();
+        let meaning = if h.text.trim().is_empty() || confidence < self.reject_below {
             Heard::Nothing
         } else {
             g.interpret(&h.text)
         };
         tracing::debug!(
-            "listener: heard {:?} ({:.1}/frame) → {meaning:?}",
+            "listener: heard {:?} (words {:.1}/frame, phones {:?}/frame, confidence {confidence:.1}, {decode_ms:.0} ms) → {meaning:?}",
             h.text,
-            h.per_frame
+            h.per_frame,
+            h.phone_per_frame
         );
         match &meaning {
             Heard::Nothing => {
@@ -431,7 +453,7 @@ impl Worker {
                 if matches!(self.mode_now(), Mode::Commands | Mode::Confirm) {
                     let _ = self.notes.send(Note::NotUnderstood {
                         text: h.text,
-                        per_frame: h.per_frame,
+                        per_frame: confidence,
                     });
                 }
                 return;
@@ -459,7 +481,7 @@ impl Worker {
         let _ = self.notes.send(Note::Heard {
             text: h.text,
             meaning,
-            per_frame: h.per_frame,
+            per_frame: confidence,
             ended,
         });
     }

@@ -56,6 +56,27 @@ impl Reference {
             .fold(0.0, f32::max)
     }
 
+    /// The loudest block played in each of `N` slices of `slice` ending at `to`, newest first:
+    /// slice `k` is `(to - (k+1)·slice, to - k·slice]` (one pass over the ring).
+    pub fn slices<const N: usize>(&self, to: Instant, slice: Duration) -> [f32; N] {
+        let mut out = [0.0f32; N];
+        let b = self.ms(to);
+        let w = slice.as_millis().max(1) as u64;
+        for s in &self.slots {
+            let p = s.load(Ordering::Relaxed);
+            let t = p >> LEVEL_BITS;
+            if t == 0 || t > b {
+                continue;
+            }
+            let k = ((b - t) / w) as usize;
+            if k < N {
+                let l = (p & ((1 << LEVEL_BITS) - 1)) as f32 / LEVEL_SCALE;
+                out[k] = out[k].max(l);
+            }
+        }
+        out
+    }
+
     /// Has the output played anything audible within `within` of now?
     pub fn sounding(&self, within: Duration) -> bool {
         let now = Instant::now();
@@ -102,6 +123,18 @@ mod tests {
         }
         let now = Instant::now();
         assert!((r.level(now - Duration::from_millis(50), now) - 0.05).abs() < 1e-3);
+    }
+
+    #[test]
+    fn slices_put_each_block_in_its_own_lag() {
+        let r = Reference::default();
+        r.record(0.3);
+        std::thread::sleep(Duration::from_millis(40));
+        r.record(0.1);
+        let s: [f32; 8] = r.slices(Instant::now(), Duration::from_millis(16));
+        assert!((s[0] - 0.1).abs() < 1e-3, "{s:?}");
+        let old = s.iter().skip(1).position(|&l| (l - 0.3).abs() < 1e-3);
+        assert!(old.is_some_and(|k| k >= 1), "{s:?}");
     }
 
     #[test]

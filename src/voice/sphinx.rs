@@ -45,11 +45,29 @@ pub struct Hypothesis {
     /// units): low when the grammar had to force speech it does not describe.
     pub per_frame: f64,
     pub frames: i32,
+    /// The same frames' score per frame under a free loop of phones (any sound at all), when
+    /// the phone model is installed: the best this audio could score. The gap between the two
+    /// says how much the grammar had to force it, whatever the noise or the voice.
+    pub phone_per_frame: Option<f64>,
+}
+
+impl Hypothesis {
+    /// How far the words fall below the free phone loop, per frame (0: as well as any sound
+    /// could fit; the more negative, the more forced). Without the phone model: the words'
+    /// own score.
+    pub fn confidence(&self) -> f64 {
+        match self.phone_per_frame {
+            Some(p) => self.per_frame - p,
+            None => self.per_frame,
+        }
+    }
 }
 
 pub struct Recognizer {
     decoder: *mut ps::ps_decoder_t,
     config: *mut ps::cmd_ln_t,
+    /// A second decoder on a free loop of phones (`en-us-phone.lm.bin`), for the confidence.
+    phones: Option<(*mut ps::ps_decoder_t, *mut ps::cmd_ln_t)>,
     /// Words added so far, with the pronunciation given.
     added: HashMap<String, String>,
     /// Whether a word is in the dictionary (looked up once).
@@ -80,46 +98,43 @@ impl Recognizer {
             return Err(SphinxError::NoModel(dir.display().to_string()));
         }
         let extra = std::env::var("VOXDESK_SPHINX_ARGS").unwrap_or_default();
-        let mut args: Vec<CString> = [
-            "voxdesk",
-            "-hmm",
-            &hmm.to_string_lossy(),
-            "-dict",
-            &dict.to_string_lossy(),
-            "-logfn",
-            "/dev/null",
-            "-samprate",
-            "16000",
-        ]
-        .iter()
-        .map(|a| cstr(a))
-        .collect();
-        args.extend(extra.split_whitespace().map(cstr));
-        let argv: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
-        unsafe {
-            let config = ps::cmd_ln_parse_r(
-                std::ptr::null_mut(),
-                ps::ps_args(),
-                argv.len() as i32,
-                argv.as_ptr(),
-                1,
-            );
-            if config.is_null() {
-                return Err(SphinxError::Init);
-            }
-            let decoder = ps::ps_init(config);
-            if decoder.is_null() {
-                ps::cmd_ln_free_r(config);
-                return Err(SphinxError::Init);
-            }
-            Ok(Recognizer {
-                decoder,
-                config,
-                added: HashMap::new(),
-                known: HashMap::new(),
-                grammar: None,
-            })
-        }
+        let base = [
+            "-hmm".to_string(),
+            hmm.to_string_lossy().into_owned(),
+            "-dict".into(),
+            dict.to_string_lossy().into_owned(),
+        ];
+        let extra: Vec<String> = extra.split_whitespace().map(str::to_string).collect();
+        let (decoder, config) = init(base.iter().chain(&extra)).ok_or(SphinxError::Init)?;
+        let lm = dir.join("en-us-phone.lm.bin");
+        let phones = if lm.exists() {
+            let loop_args = [
+                "-allphone".to_string(),
+                lm.to_string_lossy().into_owned(),
+                // Context-independent phones: several times faster, and a bound is all it gives.
+                "-allphone_ci".into(),
+                "yes".into(),
+                "-backtrace".into(),
+                "yes".into(),
+                "-lw".into(),
+                "2.0".into(),
+                "-beam".into(),
+                "1e-20".into(),
+                "-pbeam".into(),
+                "1e-20".into(),
+            ];
+            init(base[..2].iter().chain(&loop_args).chain(&extra))
+        } else {
+            None
+        };
+        Ok(Recognizer {
+            decoder,
+            config,
+            phones,
+            added: HashMap::new(),
+            known: HashMap::new(),
+            grammar: None,
+        })
     }
 
     fn in_dictionary(&mut self, word: &str) -> bool {
@@ -194,41 +209,30 @@ impl Recognizer {
     pub fn decode(&mut self, pcm: &[i16]) -> Option<Hypothesis> {
         self.grammar.as_ref()?;
         unsafe {
-            if ps::ps_start_utt(self.decoder, std::ptr::null()) < 0 {
-                return None;
-            }
-            ps::ps_process_raw(self.decoder, pcm.as_ptr(), pcm.len(), 0, 1);
-            ps::ps_end_utt(self.decoder);
-            let mut score: i32 = 0;
-            let mut uttid: *const c_char = std::ptr::null();
-            let hyp = ps::ps_get_hyp(self.decoder, &mut score, &mut uttid);
-            let text = if hyp.is_null() {
-                String::new()
-            } else {
-                CStr::from_ptr(hyp).to_string_lossy().into_owned()
-            };
+            let (text, segs) = run(self.decoder, pcm)?;
             // The acoustic score of the words alone, per 10 ms frame: silence before and
             // after (a pre-roll, the end-of-speech wait) does not dilute it.
-            let (mut sum, mut frames) = (0i64, 0i32);
-            let mut seg = seg_iter(self.decoder);
-            while !seg.is_null() {
-                let w = ps::ps_seg_word(seg);
-                let filler = w.is_null() || matches!(*w as u8, b'<' | b'[' | b'+');
-                if !filler {
-                    let (mut sf, mut ef) = (0, 0);
-                    ps::ps_seg_frames(seg, &mut sf, &mut ef);
-                    let (mut ascr, mut lscr, mut lback) = (0, 0, 0);
-                    ps::ps_seg_prob(seg, &mut ascr, &mut lscr, &mut lback);
-                    sum += i64::from(ascr);
-                    frames += (ef - sf + 1).max(0);
-                }
-                seg = ps::ps_seg_next(seg);
-            }
-            let _ = score;
+            let words: Vec<&Seg> = segs.iter().filter(|s| !s.filler).collect();
+            let (sum, frames) = words
+                .iter()
+                .fold((0i64, 0i32), |(a, n), s| (a + s.ascr, n + s.frames()));
+            // The free phone loop over the same stretch of audio.
+            let phone_per_frame = match (self.phones, words.first(), words.last()) {
+                (Some((d, _)), Some(first), Some(last)) => run(d, pcm).and_then(|(_, ph)| {
+                    let (a, b) = (first.start, last.end);
+                    let (s, n) = ph
+                        .iter()
+                        .filter(|p| p.end >= a && p.start <= b)
+                        .fold((0i64, 0i32), |(s, n), p| (s + p.ascr, n + p.frames()));
+                    (n > 0).then(|| s as f64 / f64::from(n))
+                }),
+                _ => None,
+            };
             Some(Hypothesis {
                 text,
                 per_frame: sum as f64 / f64::from(frames.max(1)),
                 frames,
+                phone_per_frame,
             })
         }
     }
@@ -239,8 +243,91 @@ impl Drop for Recognizer {
         unsafe {
             ps::ps_free(self.decoder);
             ps::cmd_ln_free_r(self.config);
+            if let Some((d, c)) = self.phones {
+                ps::ps_free(d);
+                ps::cmd_ln_free_r(c);
+            }
         }
     }
+}
+
+/// A decoder with `args` (after the common ones), or `None` when pocketsphinx refuses them.
+fn init<'a>(
+    args: impl Iterator<Item = &'a String>,
+) -> Option<(*mut ps::ps_decoder_t, *mut ps::cmd_ln_t)> {
+    let mut all: Vec<CString> = ["voxdesk", "-logfn", "/dev/null", "-samprate", "16000"]
+        .iter()
+        .map(|a| cstr(a))
+        .collect();
+    all.extend(args.map(|a| cstr(a)));
+    let argv: Vec<*const c_char> = all.iter().map(|a| a.as_ptr()).collect();
+    unsafe {
+        let config = ps::cmd_ln_parse_r(
+            std::ptr::null_mut(),
+            ps::ps_args(),
+            argv.len() as i32,
+            argv.as_ptr(),
+            1,
+        );
+        if config.is_null() {
+            return None;
+        }
+        let decoder = ps::ps_init(config);
+        if decoder.is_null() {
+            ps::cmd_ln_free_r(config);
+            return None;
+        }
+        Some((decoder, config))
+    }
+}
+
+/// One segment of a decoded utterance.
+struct Seg {
+    filler: bool,
+    start: i32,
+    end: i32,
+    ascr: i64,
+}
+
+impl Seg {
+    fn frames(&self) -> i32 {
+        (self.end - self.start + 1).max(0)
+    }
+}
+
+/// Decode `pcm` as one utterance on `d`: the hypothesis and its segments.
+unsafe fn run(d: *mut ps::ps_decoder_t, pcm: &[i16]) -> Option<(String, Vec<Seg>)> {
+    if ps::ps_start_utt(d, std::ptr::null()) < 0 {
+        return None;
+    }
+    ps::ps_process_raw(d, pcm.as_ptr(), pcm.len(), 0, 1);
+    ps::ps_end_utt(d);
+    let mut score: i32 = 0;
+    let mut uttid: *const c_char = std::ptr::null();
+    let hyp = ps::ps_get_hyp(d, &mut score, &mut uttid);
+    let text = if hyp.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(hyp).to_string_lossy().into_owned()
+    };
+    let mut segs = Vec::new();
+    let mut seg = seg_iter(d);
+    while !seg.is_null() {
+        let w = ps::ps_seg_word(seg);
+        let filler = w.is_null() || matches!(*w as u8, b'<' | b'[' | b'+');
+        let (mut sf, mut ef) = (0, 0);
+        ps::ps_seg_frames(seg, &mut sf, &mut ef);
+        let (mut ascr, mut lscr, mut lback) = (0, 0, 0);
+        ps::ps_seg_prob(seg, &mut ascr, &mut lscr, &mut lback);
+        segs.push(Seg {
+            filler,
+            start: sf,
+            end: ef,
+            ascr: i64::from(ascr),
+        });
+        seg = ps::ps_seg_next(seg);
+    }
+    Some((text, segs))
 }
 
 /// Pronunciations for `words`: espeak-ng's (American English) mapped to the CMU phones, one

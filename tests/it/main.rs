@@ -9,6 +9,7 @@ mod narration;
 mod perception;
 mod realtime;
 mod run;
+mod serve;
 mod tasks;
 mod util;
 mod voice;

@@ -1,0 +1,186 @@
+//! `voxdesk run` when a daemon runs: the session is started on the daemon (never a second loop beside it), its narration printed from the event stream, a confirmation answered on the terminal, Ctrl-C sent as a stop, and the exit code taken from how the session ended.
+
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+
+use crate::cli::Exit;
+
+pub struct Start<'a> {
+    pub task: &'a str,
+    pub provider: &'a str,
+    pub model: Option<String>,
+    pub mode: Option<String>,
+}
+
+/// One server-sent event: its name and data.
+#[derive(Debug, Default, PartialEq)]
+pub struct Sse {
+    pub id: Option<String>,
+    pub event: String,
+    pub data: String,
+}
+
+/// Read the next event from an SSE body (`None` at its end). Comments (keep-alives) are skipped.
+pub fn next_event(r: &mut impl BufRead) -> Option<Sse> {
+    let mut e = Sse::default();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if r.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let l = line.trim_end_matches(['\r', '\n']);
+        if l.is_empty() {
+            if !e.event.is_empty() || !e.data.is_empty() {
+                return Some(e);
+            }
+            continue;
+        }
+        if l.starts_with(':') {
+            continue;
+        }
+        let (k, v) = l.split_once(':').unwrap_or((l, ""));
+        let v = v.strip_prefix(' ').unwrap_or(v);
+        match k {
+            "id" => e.id = Some(v.to_string()),
+            "event" => e.event = v.to_string(),
+            "data" => {
+                if !e.data.is_empty() {
+                    e.data.push('\n');
+                }
+                e.data.push_str(v);
+            }
+            _ => {}
+        }
+    }
+}
+
+pub fn run(url: &str, token: &str, s: Start) -> Result<Exit> {
+    let http = reqwest::blocking::Client::builder()
+        .timeout(None::<Duration>)
+        .build()?;
+    let auth = format!("Bearer {token}");
+    // The stream first, so nothing of the new session is missed.
+    let stream = http
+        .get(format!("{url}/observe/events"))
+        .header("Authorization", &auth)
+        .send()
+        .context("the daemon's event stream")?;
+    anyhow::ensure!(
+        stream.status().is_success(),
+        "the daemon refused its event stream: {}",
+        stream.status()
+    );
+    let r = http
+        .post(format!("{url}/observe/sessions"))
+        .header("Authorization", &auth)
+        .json(&json!({"task": s.task, "provider": s.provider, "model": s.model, "mode": s.mode}))
+        .timeout(Duration::from_secs(90))
+        .send()
+        .context("starting the session on the daemon")?;
+    let code = r.status();
+    let body: Value = r.json().unwrap_or(Value::Null);
+    if !code.is_success() {
+        eprintln!(
+            "voxdesk: error: the daemon at {url} did not start it ({code}): {}",
+            body["error"].as_str().unwrap_or("")
+        );
+        return Ok(match code.as_u16() {
+            400 => Exit::BadInput,
+            409 => Exit::Refused,
+            _ => Exit::Failed,
+        });
+    }
+    let id = body["id"].as_str().unwrap_or_default().to_string();
+    eprintln!("voxdesk: running on the daemon at {url} as session {id}");
+    // Ctrl-C is a stop request to the daemon; a second one leaves it running there.
+    {
+        let (http, url, auth, id) = (http.clone(), url.to_string(), auth.clone(), id.clone());
+        let mut signals = signal_hook::iterator::Signals::new([
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+        ])?;
+        std::thread::spawn(move || {
+            let mut asked = false;
+            for _ in signals.forever() {
+                if asked {
+                    eprintln!("voxdesk: exiting; the daemon finishes stopping the session");
+                    std::process::exit(130);
+                }
+                asked = true;
+                eprintln!("voxdesk: stopping the session on the daemon");
+                let _ = http
+                    .post(format!("{url}/observe/sessions/{id}/stop"))
+                    .header("Authorization", &auth)
+                    .send();
+            }
+        });
+    }
+    let mut reader = BufReader::new(stream);
+    while let Some(e) = next_event(&mut reader) {
+        let v: Value = serde_json::from_str(&e.data).unwrap_or(Value::Null);
+        if v["session"].as_str() != Some(id.as_str()) {
+            continue;
+        }
+        match e.event.as_str() {
+            "narration" => println!("🗣  {}", v["text"].as_str().unwrap_or("")),
+            "transcript" => println!(
+                "{}: {}",
+                v["who"].as_str().unwrap_or(""),
+                v["text"].as_str().unwrap_or("")
+            ),
+            "confirmation_asked" if std::io::stdin().is_terminal() => {
+                eprint!("{} [y/N] ", v["question"].as_str().unwrap_or(""));
+                let _ = std::io::stderr().flush();
+                let mut line = String::new();
+                let _ = std::io::stdin().lock().read_line(&mut line);
+                let yes = matches!(line.trim().to_lowercase().as_str(), "y" | "yes");
+                let _ = http
+                    .post(format!("{url}/observe/sessions/{id}/confirm"))
+                    .header("Authorization", &auth)
+                    .json(&json!({ "yes": yes }))
+                    .send();
+            }
+            "session_ended" => {
+                println!("session: {id} (recorded by the daemon)");
+                return Ok(match v["status"].as_str() {
+                    Some("done") => Exit::Ok,
+                    Some("stopped") => Exit::Stopped,
+                    _ => Exit::Failed,
+                });
+            }
+            _ => {}
+        }
+    }
+    eprintln!("voxdesk: error: the daemon closed the event stream before the session ended");
+    Ok(Exit::Failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_read_as_the_stream_sends_them() {
+        let body = ": keep-alive\n\nid: 4\nevent: narration\ndata: {\"text\":\"a\"}\n\nid:5\nevent:step\ndata: x\ndata: y\n\n";
+        let mut r = std::io::Cursor::new(body.as_bytes());
+        let a = next_event(&mut r).unwrap();
+        assert_eq!(
+            a,
+            Sse {
+                id: Some("4".into()),
+                event: "narration".into(),
+                data: "{\"text\":\"a\"}".into()
+            }
+        );
+        let b = next_event(&mut r).unwrap();
+        assert_eq!(
+            (b.id.as_deref(), b.event.as_str(), b.data.as_str()),
+            (Some("5"), "step", "x\ny")
+        );
+        assert!(next_event(&mut r).is_none());
+    }
+}
