@@ -199,6 +199,17 @@ enum BenchCmd {
         #[arg(long, default_value = "all")]
         part: String,
     },
+    /// The daemon under load on loopback (run it on a virtual desktop: it starts xcalc and a
+    /// daemon of its own): event-stream clients and health requests while sessions run.
+    Serve {
+        #[arg(long, default_value_t = 50)]
+        clients: usize,
+        /// Health requests per second.
+        #[arg(long, default_value_t = 200)]
+        rate: u32,
+        #[arg(long, default_value_t = 30)]
+        seconds: u64,
+    },
     /// Emergency-stop latency, rail checking and dispatch overhead (run it on a virtual desktop:
     /// it presses Shift and the stop combination).
     Act {
@@ -412,6 +423,11 @@ fn run(cli: Cli) -> Result<Exit> {
                         part,
                     } => cli::bench_voice::voice(runs, seconds, &part)?,
                     BenchCmd::Act { runs } => cli::bench::act(runs)?,
+                    BenchCmd::Serve {
+                        clients,
+                        rate,
+                        seconds,
+                    } => cli::bench_serve::serve(clients, rate, seconds)?,
                     BenchCmd::Tasks { runs, only } =>
                         cli::bench_tasks::tasks(runs, only.as_deref())?,
                     BenchCmd::Perception {

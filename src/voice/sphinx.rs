@@ -73,6 +73,8 @@ pub struct Recognizer {
     /// Whether a word is in the dictionary (looked up once).
     known: HashMap<String, bool>,
     grammar: Option<String>,
+    /// An utterance is being fed (`begin` … `finish`).
+    open: bool,
 }
 
 // The decoder is used from one thread at a time (the listener's); it holds no thread-local state.
@@ -134,6 +136,7 @@ impl Recognizer {
             added: HashMap::new(),
             known: HashMap::new(),
             grammar: None,
+            open: false,
         })
     }
 
@@ -161,6 +164,8 @@ impl Recognizer {
         if self.grammar.as_deref() == Some(jsgf) {
             return Ok(());
         }
+        // The search cannot change mid-utterance.
+        self.abandon();
         let missing: Vec<String> = words
             .iter()
             .filter(|w| !self.added.contains_key(*w))
@@ -205,11 +210,72 @@ impl Recognizer {
         self.added.get(word).map(String::as_str)
     }
 
-    /// Decode one utterance (16 kHz mono PCM16).
+    /// Decode one utterance (16 kHz mono PCM16) at once.
     pub fn decode(&mut self, pcm: &[i16]) -> Option<Hypothesis> {
-        self.grammar.as_ref()?;
+        self.begin();
+        self.feed(pcm);
+        self.finish()
+    }
+
+    /// Start an utterance, fed as it is heard so that little is left to decode when it ends.
+    /// An utterance already open is dropped.
+    pub fn begin(&mut self) -> bool {
+        self.abandon();
+        if self.grammar.is_none() {
+            return false;
+        }
         unsafe {
-            let (text, segs) = run(self.decoder, pcm)?;
+            if ps::ps_start_utt(self.decoder, std::ptr::null()) < 0 {
+                return false;
+            }
+            if let Some((d, _)) = self.phones {
+                if ps::ps_start_utt(d, std::ptr::null()) < 0 {
+                    ps::ps_end_utt(self.decoder);
+                    return false;
+                }
+            }
+        }
+        self.open = true;
+        true
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.open
+    }
+
+    /// More of the open utterance.
+    pub fn feed(&mut self, pcm: &[i16]) {
+        if !self.open {
+            return;
+        }
+        unsafe {
+            ps::ps_process_raw(self.decoder, pcm.as_ptr(), pcm.len(), 0, 0);
+            if let Some((d, _)) = self.phones {
+                ps::ps_process_raw(d, pcm.as_ptr(), pcm.len(), 0, 0);
+            }
+        }
+    }
+
+    /// Drop the open utterance, if any.
+    pub fn abandon(&mut self) {
+        if std::mem::take(&mut self.open) {
+            unsafe {
+                ps::ps_end_utt(self.decoder);
+                if let Some((d, _)) = self.phones {
+                    ps::ps_end_utt(d);
+                }
+            }
+        }
+    }
+
+    /// End the open utterance: what it was, and how well it fits.
+    pub fn finish(&mut self) -> Option<Hypothesis> {
+        if !std::mem::take(&mut self.open) {
+            return None;
+        }
+        unsafe {
+            let (text, segs) = end(self.decoder)?;
+            let phones = self.phones.and_then(|(d, _)| end(d));
             // The acoustic score of the words alone, per 10 ms frame: silence before and
             // after (a pre-roll, the end-of-speech wait) does not dilute it.
             let words: Vec<&Seg> = segs.iter().filter(|s| !s.filler).collect();
@@ -217,15 +283,15 @@ impl Recognizer {
                 .iter()
                 .fold((0i64, 0i32), |(a, n), s| (a + s.ascr, n + s.frames()));
             // The free phone loop over the same stretch of audio.
-            let phone_per_frame = match (self.phones, words.first(), words.last()) {
-                (Some((d, _)), Some(first), Some(last)) => run(d, pcm).and_then(|(_, ph)| {
+            let phone_per_frame = match (phones, words.first(), words.last()) {
+                (Some((_, ph)), Some(first), Some(last)) => {
                     let (a, b) = (first.start, last.end);
                     let (s, n) = ph
                         .iter()
                         .filter(|p| p.end >= a && p.start <= b)
                         .fold((0i64, 0i32), |(s, n), p| (s + p.ascr, n + p.frames()));
                     (n > 0).then(|| s as f64 / f64::from(n))
-                }),
+                }
                 _ => None,
             };
             Some(Hypothesis {
@@ -295,13 +361,11 @@ impl Seg {
     }
 }
 
-/// Decode `pcm` as one utterance on `d`: the hypothesis and its segments.
-unsafe fn run(d: *mut ps::ps_decoder_t, pcm: &[i16]) -> Option<(String, Vec<Seg>)> {
-    if ps::ps_start_utt(d, std::ptr::null()) < 0 {
+/// End the utterance on `d`: the hypothesis and its segments.
+unsafe fn end(d: *mut ps::ps_decoder_t) -> Option<(String, Vec<Seg>)> {
+    if ps::ps_end_utt(d) < 0 {
         return None;
     }
-    ps::ps_process_raw(d, pcm.as_ptr(), pcm.len(), 0, 1);
-    ps::ps_end_utt(d);
     let mut score: i32 = 0;
     let mut uttid: *const c_char = std::ptr::null();
     let hyp = ps::ps_get_hyp(d, &mut score, &mut uttid);

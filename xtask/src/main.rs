@@ -74,6 +74,10 @@ const RUN_PKGS: &[&str] = &[
     // The realtime clients' frames are checked against the providers' own SDK types
     // (tests/sdk/validate_frames.py) in a venv of their pinned versions.
     "python3-venv",
+    // The daemon's web panel is tested in chromium (above) driven by playwright-core from npm
+    // (tests/panel) on Node.js; npm itself is installed only when missing (a Node.js from
+    // elsewhere brings its own and conflicts with Debian's).
+    "nodejs",
 ];
 
 /// The official SDKs whose types judge the frames voxdesk sends (the versions
@@ -410,12 +414,31 @@ fn cargo() -> Command {
     c
 }
 
+/// playwright-core for the panel test (tests/panel), at the version its lock file pins.
+fn panel_driver() -> Result<()> {
+    let dir = root().join("tests/panel");
+    if dir
+        .join("node_modules/playwright-core/package.json")
+        .exists()
+    {
+        return Ok(());
+    }
+    if Command::new("npm").arg("--version").output().is_err() {
+        ensure_packages(&["npm"])?;
+    }
+    run(Command::new("npm")
+        .current_dir(&dir)
+        .args(["ci", "--no-audit", "--no-fund"]))
+    .context("installing playwright-core for the panel test (npm ci in tests/panel)")
+}
+
 /// Every test: unit tests and the integration tests, the desktop ones on a private Xvfb.
 fn test(extra: &[String]) -> Result<()> {
     ensure_packages(&[BUILD_PKGS, RUN_PKGS].concat())?;
     // Build first, outside the rig: a long compile should not hold a display.
     run(cargo().args(["test", "--workspace", "--no-run"]))?;
     let python = sdk_venv()?;
+    panel_driver()?;
     let frames = root().join("target/realtime-frames.jsonl");
     let _ = std::fs::remove_file(&frames);
     let rig = Rig::start()?;

@@ -127,6 +127,7 @@ pub struct Runner {
     pub confirm_timeout: Duration,
     pub step_cap: usize,
     current: Mutex<Option<Current>>,
+    starting: Mutex<()>,
 }
 
 /// What was checked before starting: the driver to run.
@@ -146,6 +147,7 @@ impl Runner {
             confirm_timeout: Duration::from_secs(30),
             step_cap: 25,
             current: Mutex::new(None),
+            starting: Mutex::new(()),
         }
     }
 
@@ -217,22 +219,23 @@ impl Runner {
             }
             Err(e) => return Err(bad(e)),
         };
-        let mut cur = self.current();
+        // One start at a time; the session itself is looked at under its own short lock, so
+        // health and the stream are never held up by a desk starting.
+        let _one = self.starting.lock().unwrap_or_else(|p| p.into_inner());
         // A session whose record has ended is only letting go of the screen (its last words,
         // the lock): a client that saw it end and starts the next one waits for that.
-        if let Some(c) = cur.as_ref().filter(|c| c.running()) {
-            let ended = voxdesk::record::session::load(&self.root.join(&c.id))
+        let t = Instant::now();
+        loop {
+            let busy = self.with_current(|c| c.id.clone());
+            let Some(id) = busy else { break };
+            let ended = voxdesk::record::session::load(&self.root.join(&id))
                 .is_ok_and(|r| r.status != Status::Running);
-            let t = Instant::now();
-            while ended && c.running() && t.elapsed() < Duration::from_secs(15) {
-                std::thread::sleep(Duration::from_millis(20));
+            if !ended || t.elapsed() > Duration::from_secs(15) {
+                return Err(StartError::Busy(format!(
+                    "session {id} is running: one screen, one session (stop it first)"
+                )));
             }
-        }
-        if let Some(c) = cur.as_ref().filter(|c| c.running()) {
-            return Err(StartError::Busy(format!(
-                "session {} is running: one screen, one session (stop it first)",
-                c.id
-            )));
+            std::thread::sleep(Duration::from_millis(20));
         }
         let latch = Arc::new(StopLatch::default());
         let asker = Arc::new(Asker::new(self.confirm_timeout));
@@ -315,7 +318,7 @@ impl Runner {
             .recv_timeout(Duration::from_secs(60))
             .unwrap_or_else(|_| Err(StartError::Failed("the desk did not start".into())));
         if let Ok(id) = &started {
-            *cur = Some(Current {
+            *self.current() = Some(Current {
                 id: id.clone(),
                 latch,
                 asker,
