@@ -117,6 +117,20 @@ impl Confirm for TerminalConfirm {
     }
 }
 
+/// Call `f` with the signal's name on every SIGINT or SIGTERM, on a thread of its own.
+pub fn on_signals(mut f: impl FnMut(&'static str) + Send + 'static) -> Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::Builder::new()
+        .name("voxdesk-signals".into())
+        .spawn(move || {
+            for sig in signals.forever() {
+                f(if sig == SIGINT { "SIGINT" } else { "SIGTERM" });
+            }
+        })?;
+    Ok(())
+}
+
 /// SIGINT or SIGTERM stops the session like the emergency stop (the queue is dropped, every key
 /// and button released, the session recorded as stopped); a second one exits at once.
 pub fn stop_on_signals(latch: Arc<StopLatch>) -> Result<()> {

@@ -99,25 +99,19 @@ pub fn run(url: &str, token: &str, s: Start) -> Result<Exit> {
     // Ctrl-C is a stop request to the daemon; a second one leaves it running there.
     {
         let (http, url, auth, id) = (http.clone(), url.to_string(), auth.clone(), id.clone());
-        let mut signals = signal_hook::iterator::Signals::new([
-            signal_hook::consts::SIGINT,
-            signal_hook::consts::SIGTERM,
-        ])?;
-        std::thread::spawn(move || {
-            let mut asked = false;
-            for _ in signals.forever() {
-                if asked {
-                    eprintln!("voxdesk: exiting; the daemon finishes stopping the session");
-                    std::process::exit(130);
-                }
-                asked = true;
-                eprintln!("voxdesk: stopping the session on the daemon");
-                let _ = http
-                    .post(format!("{url}/observe/sessions/{id}/stop"))
-                    .header("Authorization", &auth)
-                    .send();
+        let mut asked = false;
+        crate::cli::on_signals(move |_| {
+            if asked {
+                eprintln!("voxdesk: exiting; the daemon finishes stopping the session");
+                std::process::exit(130);
             }
-        });
+            asked = true;
+            eprintln!("voxdesk: stopping the session on the daemon");
+            let _ = http
+                .post(format!("{url}/observe/sessions/{id}/stop"))
+                .header("Authorization", &auth)
+                .send();
+        })?;
     }
     let mut reader = BufReader::new(stream);
     while let Some(e) = next_event(&mut reader) {
