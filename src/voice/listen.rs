@@ -21,10 +21,12 @@ const FRAME: usize = 256;
 const PREROLL_FRAMES: usize = 20;
 /// A hypothesis whose words score this far below a free loop of phones, per frame, was forced
 /// into the grammar: not understood (`Hypothesis::confidence`). Measured with
-/// `voxdesk bench voice --part accuracy`: commands heard right score -7 to -36 (median -17);
-/// free speech is mostly caught by the grammar's filler words, and what is forced into a
-/// command scores -20 to -58, so this only drops the worst.
-pub const REJECT_BELOW: f64 = -38.0;
+/// `voxdesk bench voice --part accuracy` and `tests/it/voice.rs`: commands heard right score
+/// -1 to -36 (median -17, 5th percentile -31); free speech mostly falls into the grammar's
+/// filler words, and what is forced into a command scores -20 to -58 (over the sound card:
+/// "what is the weather like today" -37, "please tell me a joke…" -36). A trade: a few
+/// commands said badly are refused rather than anything forced into one.
+pub const REJECT_BELOW: f64 = -32.0;
 
 pub struct Spec {
     /// Words that halt the session (configurable; "stop" and "cancel" by default).
