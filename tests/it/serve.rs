@@ -295,28 +295,36 @@ fn only_the_token_opens_the_api_and_bad_requests_are_refused_with_a_reason() {
     assert_eq!(dm.get("/observe/sessions/..%2F..%2Fetc").0, 404);
     assert_eq!(dm.post("/observe/sessions/nope/stop", json!({})).0, 404);
 
-    // Health says what it knows and touches nothing: the pointer and the screen stay.
-    let mut s0 = screen_hash(&rig);
-    // (Once the last test's windows are gone.)
-    wait_for(Duration::from_secs(5), || {
-        std::thread::sleep(Duration::from_millis(300));
-        let now = screen_hash(&rig);
-        std::mem::replace(&mut s0, now) == s0
-    });
-    let p0 = pointer(&rig);
-    for _ in 0..20 {
-        let (code, h) = dm.get("/observe/health");
-        assert_eq!(code, 200);
-        assert_eq!(h["ocr_engine"], true, "{h}");
-        assert_eq!(h["providers"]["gemini"]["needs_key"], true);
-        assert!(
-            h["providers"]["gemini"].get("key").is_none(),
-            "never the key"
-        );
-        assert!(h["emergency_stop"]["combo"].is_string());
+    // Health says what it knows and touches nothing: the pointer and the screen stay. (A
+    // window of an earlier test may still be closing: a change is looked at again, from a
+    // screen that held still; three changes in a row convict health.)
+    let mut changed = 0;
+    for _ in 0..3 {
+        let mut s0 = screen_hash(&rig);
+        wait_for(Duration::from_secs(5), || {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = screen_hash(&rig);
+            std::mem::replace(&mut s0, now) == s0
+        });
+        let p0 = pointer(&rig);
+        for _ in 0..20 {
+            let (code, h) = dm.get("/observe/health");
+            assert_eq!(code, 200);
+            assert_eq!(h["ocr_engine"], true, "{h}");
+            assert_eq!(h["providers"]["gemini"]["needs_key"], true);
+            assert!(
+                h["providers"]["gemini"].get("key").is_none(),
+                "never the key"
+            );
+            assert!(h["emergency_stop"]["combo"].is_string());
+        }
+        assert_eq!(pointer(&rig), p0, "health moved the pointer");
+        if screen_hash(&rig) == s0 {
+            break;
+        }
+        changed += 1;
     }
-    assert_eq!(pointer(&rig), p0);
-    assert!(screen_hash(&rig) == s0, "health changed the screen");
+    assert!(changed < 3, "health changed the screen");
     assert!(
         dm.runtime.join("voxdesk/serve.json").exists(),
         "it says where it listens"
@@ -331,7 +339,10 @@ fn a_session_runs_on_xcalc_streams_its_events_and_a_second_one_is_refused() {
     let dm = daemon(&rig, &d, &[]);
     let all = listen(&dm, None, None);
     let partial = listen(&dm, None, Some(6));
-    let (code, s) = dm.start("click 7, click +, click 5, click =, wait for 12", "auto");
+    let (code, s) = dm.start(
+        "click AC, click 7, click +, click 5, click =, wait for 12",
+        "auto",
+    );
     assert_eq!(code, 201, "{s}");
     let id = s["id"].as_str().unwrap().to_string();
     assert_eq!(s["status"], "running");

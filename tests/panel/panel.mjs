@@ -76,6 +76,8 @@ try {
   await big.keyboard.press("Alt+S");
   await big.waitForFunction(() => document.getElementById("state").textContent.startsWith("stopped"), null, { timeout: 20000 });
   await page.waitForFunction(() => document.getElementById("state").textContent.startsWith("stopped"), null, { timeout: 10000 });
+  // The history is fetched again when a session ends: wait for that answer.
+  await big.waitForFunction(() => [...document.querySelectorAll("#history li")].some((l) => l.textContent.startsWith("stopped")), null, { timeout: 10000 }).catch(() => {});
   const hist = await big.$$eval("#history li", (l) => l.map((x) => x.textContent));
   console.log("history: " + JSON.stringify(hist));
   if (!hist.some((h) => h.startsWith("stopped")) || !hist.some((h) => h.startsWith("done"))) fail("history: " + JSON.stringify(hist));
