@@ -669,7 +669,7 @@ fn demo() -> Result<()> {
     );
     anyhow::ensure!(
         heard,
-        "the spoken task did not leave 36 on the calculator: see the listener's output above"
+        "the spoken task did not leave 72 on the calculator: see the listener's output above"
     );
     Ok(())
 }
@@ -719,7 +719,7 @@ fn voice_demo(rig: &Rig, bin: &Path, data: &Path, out: &Path) -> Result<bool> {
     if started.is_ok() {
         for said in [
             "click A C",
-            "click nine, click times, click four, click equals",
+            "click nine, click times, click eight, click equals",
         ] {
             let wav = out.join("say.wav");
             // flite's voices are the ones pocketsphinx's model hears best (`voxdesk bench
@@ -755,8 +755,8 @@ fn voice_demo(rig: &Rig, bin: &Path, data: &Path, out: &Path) -> Result<bool> {
     let v: serde_json::Value = serde_json::from_slice(&look.stdout).unwrap_or_default();
     let shows = v["targets"]
         .as_array()
-        .is_some_and(|ts| ts.iter().any(|t| t["text"] == "36"));
-    println!("xcalc shows 36: {shows}");
+        .is_some_and(|ts| ts.iter().any(|t| t["text"] == "72"));
+    println!("xcalc shows 72: {shows}");
     Ok(shows)
 }
 
