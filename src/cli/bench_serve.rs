@@ -119,14 +119,11 @@ async fn client(http: reqwest::Client, url: String, token: String, seen: Arc<Mut
         while let Some(end) = buf.find("\n\n") {
             let block: String = buf.drain(..end + 2).collect();
             let now = wall_ms();
-            let (mut id, mut data) = (None, None);
-            for l in block.lines() {
-                if let Some(v) = l.strip_prefix("id:") {
-                    id = v.trim().parse::<u64>().ok();
-                } else if let Some(v) = l.strip_prefix("data:") {
-                    data = serde_json::from_str::<Value>(v.trim()).ok();
-                }
-            }
+            let Some(e) = super::serve::client::next_event(&mut block.as_bytes()) else {
+                continue;
+            };
+            let id = e.id.and_then(|i| i.parse::<u64>().ok());
+            let data = serde_json::from_str::<Value>(&e.data).ok();
             let (Some(id), Some(d)) = (id, data) else {
                 continue;
             };

@@ -134,20 +134,12 @@ pub fn on_signals(mut f: impl FnMut(&'static str) + Send + 'static) -> Result<()
 /// SIGINT or SIGTERM stops the session like the emergency stop (the queue is dropped, every key
 /// and button released, the session recorded as stopped); a second one exits at once.
 pub fn stop_on_signals(latch: Arc<StopLatch>) -> Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-    std::thread::Builder::new()
-        .name("voxdesk-signals".into())
-        .spawn(move || {
-            for sig in signals.forever() {
-                let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
-                if latch.is_stopped() {
-                    eprintln!("voxdesk: {name} again: exiting now");
-                    std::process::exit(128 + sig);
-                }
-                eprintln!("voxdesk: {name}: stopping (again to exit at once)");
-                latch.trigger(Cause::Signal(name));
-            }
-        })?;
-    Ok(())
+    on_signals(move |name| {
+        if latch.is_stopped() {
+            eprintln!("voxdesk: {name} again: exiting now");
+            std::process::exit(if name == "SIGINT" { 130 } else { 143 });
+        }
+        eprintln!("voxdesk: {name}: stopping (again to exit at once)");
+        latch.trigger(Cause::Signal(name));
+    })
 }

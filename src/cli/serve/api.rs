@@ -291,15 +291,14 @@ async fn events(State(app): State<Shared>, headers: HeaderMap) -> impl IntoRespo
 
 async fn next_event(mut f: Feed) -> Option<(Result<SseEvent, Infallible>, Feed)> {
     use tokio::sync::broadcast::error::RecvError;
-    if f.gap {
-        f.gap = false;
-        // Told once: some of what it missed is no longer kept (reload the sessions).
-        let e = SseEvent::default()
-            .event("gap")
-            .data(json!({"after": f.last}).to_string());
-        return Some((Ok(e), f));
-    }
     loop {
+        if std::mem::take(&mut f.gap) {
+            // Told once: some of what it missed is no longer kept (reload the sessions).
+            let e = SseEvent::default()
+                .event("gap")
+                .data(json!({"after": f.last}).to_string());
+            return Some((Ok(e), f));
+        }
         if let Some(i) = f.queue.pop_front() {
             if i.id <= f.last {
                 continue;
@@ -314,13 +313,6 @@ async fn next_event(mut f: Feed) -> Option<(Result<SseEvent, Infallible>, Feed)>
                 let (missed, gap) = f.app.hub.since(f.last);
                 f.queue.extend(missed);
                 f.gap = gap;
-                if f.gap {
-                    f.gap = false;
-                    let e = SseEvent::default()
-                        .event("gap")
-                        .data(json!({"after": f.last}).to_string());
-                    return Some((Ok(e), f));
-                }
             }
             Err(RecvError::Closed) => return None,
         }
