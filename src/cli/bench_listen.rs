@@ -2,7 +2,7 @@
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -18,8 +18,8 @@ use voxdesk::input::stop::{Cause, StopLatch};
 use voxdesk::record::events::{Event, State};
 use voxdesk::record::session::Status;
 use voxdesk::voice::grammar::{Heard, Mode};
-use voxdesk::voice::listen::{rms, Listener, Note, Spec, RATE};
-use voxdesk::voice::mic::{self, Frame, Mic};
+use voxdesk::voice::listen::{Listener, Note, Spec, RATE};
+use voxdesk::voice::mic::{Frame, Mic};
 use voxdesk::voice::narrate::Narrator;
 
 /// The synthetic voices: (name, program and arguments before the text).
@@ -217,20 +217,47 @@ fn pink(n: usize, seed: u64) -> Vec<f32> {
     out
 }
 
-/// `speech` between silences, with pink noise at `snr_db` (over the speech's own RMS) when given.
-pub fn utterance(speech: &[i16], snr_db: Option<f32>, seed: u64) -> Vec<i16> {
+/// How loud the noise is: `db` below a level of the speech.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Noise {
+    pub db: f32,
+    pub over: Over,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Over {
+    /// The active speech level: the RMS of samples louder than −40 dBFS (pauses left out, as in
+    /// ITU-T P.56). The harder measure: the noise is as loud against the voiced sounds.
+    Active,
+    /// The RMS of the whole utterance as the synthesiser wrote it, pauses and all (how
+    /// `../shared/voice-facts.md` mixed its noise).
+    Utterance,
+}
+
+impl std::fmt::Display for Noise {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let over = match self.over {
+            Over::Active => "the active speech level",
+            Over::Utterance => "the utterance's RMS",
+        };
+        write!(f, "pink noise {} dB below {over}", self.db)
+    }
+}
+
+/// `speech` between silences, with pink noise when given.
+pub fn utterance(speech: &[i16], noise: Option<Noise>, seed: u64) -> Vec<i16> {
     let pad = RATE as usize;
     let mut v: Vec<f32> = vec![0.0; pad];
     v.extend(speech.iter().map(|&s| f32::from(s)));
     v.extend(vec![0.0; pad + RATE as usize / 5]);
-    if let Some(snr) = snr_db {
+    if let Some(n) = noise {
         let loud: Vec<f32> = speech
             .iter()
             .map(|&s| f32::from(s))
-            .filter(|s| s.abs() > 300.0)
+            .filter(|s| n.over == Over::Utterance || s.abs() > 300.0)
             .collect();
         let srms = (loud.iter().map(|s| s * s).sum::<f32>() / loud.len().max(1) as f32).sqrt();
-        let nrms = srms / 10f32.powf(snr / 20.0);
+        let nrms = srms / 10f32.powf(n.db / 20.0);
         let noise = pink(v.len(), seed);
         for (s, n) in v.iter_mut().zip(noise) {
             *s += n * nrms;
@@ -239,62 +266,6 @@ pub fn utterance(speech: &[i16], snr_db: Option<f32>, seed: u64) -> Vec<i16> {
     v.iter()
         .map(|s| s.clamp(-32768.0, 32767.0) as i16)
         .collect()
-}
-
-/// The mic as the bench hears it: every 16 ms frame's arrival and level, and the samples.
-#[derive(Default)]
-struct Probe {
-    frames: Vec<(Instant, f32, Vec<i16>)>,
-}
-
-impl Probe {
-    fn tap(p: Arc<Mutex<Probe>>) -> mic::Tap {
-        mic::Tap {
-            rate: RATE,
-            frame_ms: 16,
-            sink: Box::new(move |f: Frame| {
-                if let Ok(mut p) = p.lock() {
-                    let l = rms(&f.pcm);
-                    p.frames.push((f.at, l, f.pcm));
-                    if p.frames.len() > 4000 {
-                        p.frames.drain(..1000);
-                    }
-                }
-                true
-            }),
-        }
-    }
-    /// When speech began at the mic after `t0`: the first loud sample of the first loud frame.
-    fn onset(&self, t0: Instant) -> Option<Instant> {
-        let (at, _, pcm) = self
-            .frames
-            .iter()
-            .find(|(at, l, _)| *at >= t0 && *l > 0.01)?;
-        let i = pcm.iter().position(|s| s.unsigned_abs() > 800).unwrap_or(0);
-        let after = (pcm.len() - i) as f64 / f64::from(RATE);
-        at.checked_sub(Duration::from_secs_f64(after))
-    }
-    /// When that speech ended: the last loud sample before 300 ms of quiet.
-    fn end(&self, t0: Instant) -> Option<Instant> {
-        let fr: Vec<&(Instant, f32, Vec<i16>)> =
-            self.frames.iter().filter(|(at, _, _)| *at >= t0).collect();
-        let first = fr.iter().position(|(_, l, _)| *l > 0.01)?;
-        let mut last = first;
-        for (i, (_, l, _)) in fr.iter().enumerate().skip(first) {
-            if *l > 0.01 {
-                last = i;
-            } else if i > last + 18 {
-                break;
-            }
-        }
-        let (at, _, pcm) = fr[last];
-        let j = pcm
-            .iter()
-            .rposition(|s| s.unsigned_abs() > 800)
-            .unwrap_or(pcm.len());
-        let after = (pcm.len() - j) as f64 / f64::from(RATE);
-        at.checked_sub(Duration::from_secs_f64(after))
-    }
 }
 
 fn paplay(wav: &std::path::Path) -> Result<()> {
@@ -334,6 +305,16 @@ fn cpu_time() -> Duration {
     Duration::from_micros(ticks * 1_000_000 / hz)
 }
 
+/// The default microphone's name on the sound server (the mic before any echo canceller).
+fn default_source() -> Result<String> {
+    let o = Command::new("pactl")
+        .arg("get-default-source")
+        .output()
+        .context("starting pactl (apt-get install pulseaudio-utils)")?;
+    anyhow::ensure!(o.status.success(), "pactl get-default-source failed");
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
 /// The local half of `voxdesk bench voice` (xcalc is running and focused).
 pub fn local(runs: usize) -> Result<String> {
     let mut out = String::from(
@@ -341,6 +322,9 @@ pub fn local(runs: usize) -> Result<String> {
     );
     let stop_words = vec!["stop".to_string(), "cancel".to_string()];
     let latch = Arc::new(StopLatch::default());
+
+    // The microphone as it is, before the echo canceller: where speech starts and ends.
+    let probe = Monitor::start_on(&default_source()?)?;
 
     // The idle listening path's CPU, before anything else runs in this process.
     eprintln!("bench voice (local): idle CPU…");
@@ -351,9 +335,8 @@ pub fn local(runs: usize) -> Result<String> {
         None,
     )?);
     listener.set_labels(LABELS.iter().map(|s| s.to_string()).collect());
-    let probe: Arc<Mutex<Probe>> = Arc::default();
-    let mic = Mic::start_taps(None, vec![listener.mic_tap(), Probe::tap(probe.clone())])
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mic =
+        Mic::start_taps(None, vec![listener.mic_tap()]).map_err(|e| anyhow::anyhow!("{e}"))?;
     std::thread::sleep(Duration::from_secs(1));
     let (c0, t0) = (cpu_time(), Instant::now());
     std::thread::sleep(Duration::from_secs(10));
@@ -384,7 +367,7 @@ pub fn local(runs: usize) -> Result<String> {
         let t = Instant::now();
         paplay(&wav)?;
         let heard = wait_heard(&listener, Duration::from_secs(5));
-        let end = probe.lock().ok().and_then(|p| p.end(t));
+        let end = probe.end(t);
         let Some(Heard::Command(task)) = heard else {
             heard_wrong += 1;
             continue;
@@ -431,7 +414,7 @@ pub fn local(runs: usize) -> Result<String> {
         let t = Instant::now();
         paplay(&wav)?;
         let _ = wait_heard(&listener, Duration::from_secs(3));
-        let end = probe.lock().ok().and_then(|p| p.end(t));
+        let end = probe.end(t);
         match (l.triggered_at(), end, l.cause()) {
             (Some(a), Some(e), Some(Cause::Requested)) => {
                 stop_ms.push(ms(a.saturating_duration_since(e)))
@@ -452,9 +435,8 @@ pub fn local(runs: usize) -> Result<String> {
         latch.clone(),
         None,
     )?;
-    let probe: Arc<Mutex<Probe>> = Arc::default();
-    let mic = Mic::start_taps(None, vec![listener.mic_tap(), Probe::tap(probe.clone())])
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mic =
+        Mic::start_taps(None, vec![listener.mic_tap()]).map_err(|e| anyhow::anyhow!("{e}"))?;
     let monitor = Monitor::start()?;
     let mut narrator = narrator;
     let speech = dir.join("over.wav");
@@ -468,7 +450,7 @@ pub fn local(runs: usize) -> Result<String> {
             let t = Instant::now();
             paplay(&speech)?;
             std::thread::sleep(Duration::from_millis(400));
-            let onset = probe.lock().ok().and_then(|p| p.onset(t));
+            let onset = probe.onset(t);
             if let Some(o) = onset {
                 if let Some(m) = monitor.silent_after(o) {
                     out.push(m);
@@ -550,6 +532,7 @@ pub fn local(runs: usize) -> Result<String> {
     out.push_str(&format!(
         "idle listening path (mic + detector + recogniser idle): {cpu:.1} % of one core (target ≤ 5 %)\n"
     ));
+
     if heard_wrong > 0 {
         out.push_str(&format!(
             "commands or stops not heard as said on the sound card: {heard_wrong}\n"
@@ -567,17 +550,34 @@ pub fn accuracy(stop_words: &[String]) -> Result<String> {
     let mut out = String::new();
     // Accuracy: every voice, clean and at 10 dB SNR, fed to the listener frame by frame.
     eprintln!("bench voice (local): accuracy…");
-    let listener = Listener::start(
-        Spec::new(stop_words.to_vec(), true, Mode::Commands),
-        None,
-        latch.clone(),
-        None,
-    )?;
-    listener.set_labels(LABELS.iter().map(|s| s.to_string()).collect());
-    // (voice, SNR, right, said)
-    let mut acc: Vec<(&str, Option<f32>, u32, u32)> = Vec::new();
+    // A listener for each condition: one that has sat in the noise, as a user's would.
+    let start = || -> Result<Listener> {
+        let l = Listener::start(
+            Spec::new(stop_words.to_vec(), true, Mode::Commands),
+            None,
+            latch.clone(),
+            None,
+        )?;
+        l.set_labels(LABELS.iter().map(|s| s.to_string()).collect());
+        Ok(l)
+    };
+    // (voice, noise, right, said)
+    let mut acc: Vec<(&str, Option<Noise>, u32, u32)> = Vec::new();
     let mut wrong = Vec::new();
-    for snr in [None, Some(10.0)] {
+    let conditions = [
+        None,
+        Some(Noise {
+            db: 10.0,
+            over: Over::Utterance,
+        }),
+        Some(Noise {
+            db: 10.0,
+            over: Over::Active,
+        }),
+    ];
+    for snr in conditions {
+        let listener = start()?;
+        let mut shown = 0;
         for (vi, (vname, voice)) in VOICES.iter().chain([&DEFAULT_ESPEAK]).enumerate() {
             let (mut ok, mut n) = (0, 0);
             for (ci, (said, want)) in COMMANDS.iter().enumerate() {
@@ -591,13 +591,17 @@ pub fn accuracy(stop_words: &[String]) -> Result<String> {
                 n += 1;
                 if right {
                     ok += 1;
-                } else if wrong.len() < 16 && vi < VOICES.len() {
-                    wrong.push(format!("{vname} {snr:?}: {said:?} → {got:?}"));
+                } else if shown < 8 && vi < VOICES.len() {
+                    shown += 1;
+                    let how = snr.map(|s| s.to_string()).unwrap_or("no noise".into());
+                    wrong.push(format!("{vname}, {how}: {said:?} → {got:?}"));
                 }
             }
             acc.push((vname, snr, ok, n));
         }
     }
+    // Awake and in a quiet room: the listener of the clean condition, fresh.
+    let listener = start()?;
     let (mut rejected, mut ood) = (0, 0);
     for (vi, (_, voice)) in VOICES.iter().enumerate() {
         for (si, s) in OUT_OF_GRAMMAR.iter().enumerate() {
@@ -612,9 +616,10 @@ pub fn accuracy(stop_words: &[String]) -> Result<String> {
         }
     }
     drop(listener);
-    for snr in [None, Some(10.0)] {
+    for snr in conditions {
         let of = |v: &str| v != DEFAULT_ESPEAK.0;
-        let rows: Vec<&(&str, Option<f32>, u32, u32)> = acc.iter().filter(|a| a.1 == snr).collect();
+        let rows: Vec<&(&str, Option<Noise>, u32, u32)> =
+            acc.iter().filter(|a| a.1 == snr).collect();
         let (ok, n) = rows
             .iter()
             .filter(|a| of(a.0))
@@ -622,8 +627,7 @@ pub fn accuracy(stop_words: &[String]) -> Result<String> {
         out.push_str(&format!(
             "command accuracy, {} voices, {}: {ok}/{n} ({:.1} %, target {}); per voice: {}\n",
             VOICES.len(),
-            snr.map(|s| format!("pink noise at {s} dB SNR"))
-                .unwrap_or("no noise".into()),
+            snr.map(|s| s.to_string()).unwrap_or("no noise".into()),
             100.0 * f64::from(ok) / f64::from(n.max(1)),
             if snr.is_some() {
                 "≥ 80 %"
@@ -650,32 +654,32 @@ pub fn accuracy(stop_words: &[String]) -> Result<String> {
 fn hear(listener: &Listener, pcm: &[i16]) -> Option<Heard> {
     while listener.next(Duration::ZERO).is_some() {}
     let at = Instant::now();
+    let before = listener.stats.frames.load(Ordering::Relaxed);
+    let mut fed = 0;
     for chunk in pcm.chunks_exact(256) {
         listener.feed(Frame {
             pcm: chunk.to_vec(),
             at,
         });
+        fed += 1;
+    }
+    // Every utterance ends within the trailing second of silence, and is recognised on the
+    // listener's thread before it takes the next frame: once the last frame is taken, every
+    // note about the speech has been sent.
+    let until = Instant::now() + Duration::from_secs(10);
+    while listener.stats.frames.load(Ordering::Relaxed) < before + fed && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(2));
     }
     let mut steps: Vec<String> = Vec::new();
     let mut other = None;
-    let until = Instant::now() + Duration::from_secs(5);
-    // Wait for the first, then for more until 700 ms pass with nothing new.
-    let mut quiet = until;
-    while let Some(left) = quiet.min(until).checked_duration_since(Instant::now()) {
-        match listener.next(left) {
-            Some(Note::Heard { meaning, .. }) => {
-                match meaning {
-                    Heard::Command(t) => steps.push(t),
-                    h => other = other.or(Some(h)),
-                }
-                quiet = Instant::now() + Duration::from_millis(700);
-            }
-            Some(Note::NotUnderstood { .. }) => {
-                other = other.or(Some(Heard::Nothing));
-                quiet = Instant::now() + Duration::from_millis(700);
-            }
-            Some(_) => {}
-            None => break,
+    while let Some(n) = listener.next(Duration::from_millis(30)) {
+        match n {
+            Note::Heard { meaning, .. } => match meaning {
+                Heard::Command(t) => steps.push(t),
+                h => other = other.or(Some(h)),
+            },
+            Note::NotUnderstood { .. } => other = other.or(Some(Heard::Nothing)),
+            _ => {}
         }
     }
     match (other, steps.is_empty()) {

@@ -154,7 +154,7 @@ impl Floor {
         // nobody held the floor and the voice was silent (speech has pauses; a steady noise,
         // which the detector may well call speech, has none). Measured against the median:
         // pink noise at 10 dB SNR was no better served (3 % of commands right against 14 %).
-        if self.utterance.is_none() && self.paused.is_none() && !f.playing {
+        if self.paused.is_none() && !f.playing {
             if self.levels.len() == NOISE_WINDOW {
                 self.levels.pop_front();
             }
