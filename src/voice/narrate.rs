@@ -8,6 +8,8 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use cpal::traits::StreamTrait;
+
 use super::reference::Reference;
 use crate::input::stop::StopLatch;
 use crate::record::events::{Event, Sink, Stamped};
@@ -32,6 +34,10 @@ enum Cmd {
     /// The person spoke over the voice: everything queued or paused is dropped, and the hush
     /// lifted for what comes next.
     Interrupt,
+    /// Someone may be speaking over the voice: the sound server stops playing what it holds
+    /// (the hush stops what comes next); `Resume` plays it on.
+    Pause,
+    Resume,
     /// A short sound marking the microphone's state.
     Cue(Cue),
     /// The narrator is gone: finish the last words and end.
@@ -58,10 +64,12 @@ impl Barge {
     /// Pause every voice now, in the audio callback (nothing is dropped yet).
     pub fn pause(&self) {
         self.reference.hush();
+        let _ = self.tx.send(Cmd::Pause);
     }
     /// A false alarm: go on where the voice was paused.
     pub fn resume(&self) {
         self.reference.unhush();
+        let _ = self.tx.send(Cmd::Resume);
     }
     /// The person really spoke over it: drop what was being said and what was queued.
     pub fn interrupt(&self) {
@@ -228,7 +236,7 @@ fn voice_thread(
     played: Arc<AtomicU64>,
     reference: Arc<Reference>,
 ) {
-    let mut output: Option<rodio::MixerDeviceSink> = None;
+    let mut output: Option<Output> = None;
     // The model's speech, on its own player: a flush drops it without touching narration.
     let mut model: Option<rodio::Player> = None;
     let mut tried_output = !speak;
@@ -272,7 +280,26 @@ fn voice_thread(
                 if let Some(m) = model.take() {
                     m.stop();
                 }
+                // What the sound server still holds of it is dropped with the stream; the next
+                // words open a new one.
+                if output.take().is_some() {
+                    tried_output = !speak;
+                }
                 reference.unhush();
+                continue;
+            }
+            Cmd::Pause => {
+                if let Some(o) = &output {
+                    if let Err(e) = o.stream.pause() {
+                        tracing::debug!("audio output: no pause ({e}); the hush alone");
+                    }
+                }
+                continue;
+            }
+            Cmd::Resume => {
+                if let Some(o) = &output {
+                    let _ = o.stream.play();
+                }
                 continue;
             }
             Cmd::Cue(c) => {
@@ -288,7 +315,7 @@ fn voice_thread(
                 }
                 if let Some(out) = &output {
                     // Cues are not taps: the listener need not hear them as echo to ignore them.
-                    out.mixer().add(cue(c));
+                    out.mixer.add(cue(c));
                 }
                 continue;
             }
@@ -308,7 +335,7 @@ fn voice_thread(
                     played.fetch_add(pcm.len() as u64, Ordering::Relaxed);
                     continue;
                 };
-                let player = model.get_or_insert_with(|| rodio::Player::connect_new(out.mixer()));
+                let player = model.get_or_insert_with(|| rodio::Player::connect_new(&out.mixer));
                 let samples: Vec<f32> = pcm.iter().map(|&s| f32::from(s) / 32768.0).collect();
                 player.append(Tap::new(
                     Counted {
@@ -362,7 +389,7 @@ fn voice_thread(
             Ok(source) => {
                 use rodio::Source;
                 let len = source.total_duration().unwrap_or(LAST_WORDS);
-                let player = rodio::Player::connect_new(out.mixer());
+                let player = rodio::Player::connect_new(&out.mixer);
                 player.append(Tap::new(source, reference.clone()));
                 playing = Some((player, Instant::now(), len));
             }
@@ -534,21 +561,64 @@ fn render(text: &str, path: &Path) -> anyhow::Result<Vec<u8>> {
     Ok(std::fs::read(path)?)
 }
 
-/// Open the default output (through ALSA, which routes to PulseAudio where it runs). cpal reports
-/// harmless underrun bursts while a stream opens; they go to the debug log, at most one a second.
-fn open_output() -> anyhow::Result<rodio::MixerDeviceSink> {
+/// voxdesk's audio output: rodio's mixer played by a cpal stream of our own, so that a pause
+/// can stop the stream itself. The hush only keeps new samples out; what the sound server
+/// already holds (through ALSA's PulseAudio plugin, up to ~150 ms) was heard after it, and
+/// pausing the stream (a cork) silences that at once.
+struct Output {
+    mixer: rodio::mixer::Mixer,
+    stream: cpal::Stream,
+}
+
+/// Open the default output (through ALSA, which routes to PulseAudio where it runs) at its own
+/// rate, channels and (small) buffer size. cpal reports harmless underrun bursts while a stream
+/// opens; they go to the debug log, at most one a second.
+fn open_output() -> anyhow::Result<Output> {
+    use cpal::traits::{DeviceTrait, HostTrait};
+    let dev = cpal::default_host()
+        .default_output_device()
+        .ok_or_else(|| anyhow::anyhow!("no default audio output"))?;
+    let cfg = dev.default_output_config()?;
+    let channels = std::num::NonZero::new(cfg.channels())
+        .ok_or_else(|| anyhow::anyhow!("the output has no channels"))?;
+    let rate = std::num::NonZero::new(cfg.sample_rate())
+        .ok_or_else(|| anyhow::anyhow!("the output has no sample rate"))?;
+    let (mixer, mut source) = rodio::mixer::mixer(channels, rate);
     let mut last: Option<Instant> = None;
-    // The device's own (small) buffer, not rodio's 2048 frames: a flush is heard within it
-    // (about 25 ms against 78 ms on PulseAudio), which is what barge-in needs.
-    let mut sink = rodio::DeviceSinkBuilder::from_default_device()?
-        .with_buffer_size(cpal::BufferSize::Default)
-        .with_error_callback(move |e: rodio::CpalError| {
-            if last.is_none_or(|t| t.elapsed() > Duration::from_secs(1)) {
-                last = Some(Instant::now());
-                tracing::debug!("audio output: {e}");
-            }
-        })
-        .open_stream()?;
-    sink.log_on_drop(false);
-    Ok(sink)
+    let err = move |e: cpal::Error| {
+        if last.is_none_or(|t| t.elapsed() > Duration::from_secs(1)) {
+            last = Some(Instant::now());
+            tracing::debug!("audio output: {e}");
+        }
+    };
+    let mut config = cfg.config();
+    // The device's own (small) buffer, not rodio's 2048 frames: a flush is heard within it.
+    config.buffer_size = cpal::BufferSize::Default;
+    let stream = match cfg.sample_format() {
+        cpal::SampleFormat::F32 => dev.build_output_stream(
+            config,
+            move |data: &mut [f32], _: &_| {
+                for d in data {
+                    *d = source.next().unwrap_or(0.0);
+                }
+            },
+            err,
+            None,
+        ),
+        cpal::SampleFormat::I16 => dev.build_output_stream(
+            config,
+            move |data: &mut [i16], _: &_| {
+                for d in data {
+                    *d = (source.next().unwrap_or(0.0).clamp(-1.0, 1.0) * 32767.0) as i16;
+                }
+            },
+            err,
+            None,
+        ),
+        other => {
+            anyhow::bail!("the audio output takes {other:?} samples, which voxdesk does not write")
+        }
+    }?;
+    stream.play()?;
+    Ok(Output { mixer, stream })
 }
