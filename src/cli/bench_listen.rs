@@ -561,8 +561,8 @@ pub fn accuracy(stop_words: &[String]) -> Result<String> {
         l.set_labels(LABELS.iter().map(|s| s.to_string()).collect());
         Ok(l)
     };
-    // (voice, noise, right, said)
-    let mut acc: Vec<(&str, Option<Noise>, u32, u32)> = Vec::new();
+    // (voice, noise, right, said, acted on wrongly: a command or a stop that was not said)
+    let mut acc: Vec<(&str, Option<Noise>, u32, u32, u32)> = Vec::new();
     let mut wrong = Vec::new();
     let conditions = [
         None,
@@ -579,7 +579,7 @@ pub fn accuracy(stop_words: &[String]) -> Result<String> {
         let listener = start()?;
         let mut shown = 0;
         for (vi, (vname, voice)) in VOICES.iter().chain([&DEFAULT_ESPEAK]).enumerate() {
-            let (mut ok, mut n) = (0, 0);
+            let (mut ok, mut n, mut acted) = (0, 0, 0);
             for (ci, (said, want)) in COMMANDS.iter().enumerate() {
                 let pcm = utterance(&synth(voice, said)?, snr, (vi * 100 + ci) as u64 + 7);
                 let got = hear(&listener, &pcm);
@@ -589,6 +589,9 @@ pub fn accuracy(stop_words: &[String]) -> Result<String> {
                     _ => false,
                 };
                 n += 1;
+                if !right && matches!(got, Some(Heard::Command(_) | Heard::Stop(_))) {
+                    acted += 1;
+                }
                 if right {
                     ok += 1;
                 } else if shown < 8 && vi < VOICES.len() {
@@ -597,7 +600,7 @@ pub fn accuracy(stop_words: &[String]) -> Result<String> {
                     wrong.push(format!("{vname}, {how}: {said:?} → {got:?}"));
                 }
             }
-            acc.push((vname, snr, ok, n));
+            acc.push((vname, snr, ok, n, acted));
         }
     }
     // Awake and in a quiet room: the listener of the clean condition, fresh.
@@ -618,14 +621,14 @@ pub fn accuracy(stop_words: &[String]) -> Result<String> {
     drop(listener);
     for snr in conditions {
         let of = |v: &str| v != DEFAULT_ESPEAK.0;
-        let rows: Vec<&(&str, Option<Noise>, u32, u32)> =
+        let rows: Vec<&(&str, Option<Noise>, u32, u32, u32)> =
             acc.iter().filter(|a| a.1 == snr).collect();
-        let (ok, n) = rows
+        let (ok, n, acted) = rows
             .iter()
             .filter(|a| of(a.0))
-            .fold((0, 0), |(o, n), a| (o + a.2, n + a.3));
+            .fold((0, 0, 0), |(o, n, w), a| (o + a.2, n + a.3, w + a.4));
         out.push_str(&format!(
-            "command accuracy, {} voices, {}: {ok}/{n} ({:.1} %, target {}); per voice: {}\n",
+            "command accuracy, {} voices, {}: {ok}/{n} ({:.1} %, target {}), {acted} acted on wrongly (the rest not understood); per voice: {}\n",
             VOICES.len(),
             snr.map(|s| s.to_string()).unwrap_or("no noise".into()),
             100.0 * f64::from(ok) / f64::from(n.max(1)),
