@@ -296,12 +296,25 @@ impl Monitor {
         None
     }
 
-    /// When a sound began after `t0`: the first loud sample of the first loud chunk
-    /// (louder than 1 % of full scale).
+    /// When a sound began after `t0`: the first loud sample of the first loud chunk (louder
+    /// than 1 % of full scale, and three times the median of the 300 ms before `t0`: over an
+    /// echo of voxdesk's own voice, the speech is what rises above it).
     pub(super) fn onset(&self, t0: Instant) -> Option<Instant> {
         let v = self.chunks.lock().ok()?;
-        let (at, _, pcm) = v.iter().find(|(at, l, _)| *at >= t0 && *l > 328.0)?;
-        let i = pcm.iter().position(|s| s.unsigned_abs() > 800).unwrap_or(0);
+        let mut before: Vec<f64> = v
+            .iter()
+            .filter(|(at, _, _)| *at < t0 && t0.duration_since(*at) < Duration::from_millis(300))
+            .map(|c| c.1)
+            .collect();
+        before.sort_by(f64::total_cmp);
+        let floor = before.get(before.len() / 2).copied().unwrap_or(0.0);
+        let loud = (3.0 * floor).max(328.0);
+        let (at, _, pcm) = v.iter().find(|(at, l, _)| *at >= t0 && *l > loud)?;
+        let edge = (3.0 * floor * std::f64::consts::SQRT_2).max(800.0);
+        let i = pcm
+            .iter()
+            .position(|s| f64::from(s.unsigned_abs()) > edge)
+            .unwrap_or(0);
         at.checked_sub(Duration::from_secs_f64((CHUNK - i) as f64 / 24_000.0))
     }
 
