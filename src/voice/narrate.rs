@@ -583,7 +583,7 @@ fn open_output() -> anyhow::Result<Output> {
         .ok_or_else(|| anyhow::anyhow!("the output has no channels"))?;
     let rate = std::num::NonZero::new(cfg.sample_rate())
         .ok_or_else(|| anyhow::anyhow!("the output has no sample rate"))?;
-    let (mixer, mut source) = rodio::mixer::mixer(channels, rate);
+    let (mixer, source) = rodio::mixer::mixer(channels, rate);
     let mut last: Option<Instant> = None;
     let err = move |e: cpal::Error| {
         if last.is_none_or(|t| t.elapsed() > Duration::from_secs(1)) {
@@ -595,30 +595,34 @@ fn open_output() -> anyhow::Result<Output> {
     // The device's own (small) buffer, not rodio's 2048 frames: a flush is heard within it.
     config.buffer_size = cpal::BufferSize::Default;
     let stream = match cfg.sample_format() {
-        cpal::SampleFormat::F32 => dev.build_output_stream(
-            config,
-            move |data: &mut [f32], _: &_| {
-                for d in data {
-                    *d = source.next().unwrap_or(0.0);
-                }
-            },
-            err,
-            None,
-        ),
-        cpal::SampleFormat::I16 => dev.build_output_stream(
-            config,
-            move |data: &mut [i16], _: &_| {
-                for d in data {
-                    *d = (source.next().unwrap_or(0.0).clamp(-1.0, 1.0) * 32767.0) as i16;
-                }
-            },
-            err,
-            None,
-        ),
+        cpal::SampleFormat::F32 => play::<f32>(&dev, config, source, err),
+        cpal::SampleFormat::I16 => play::<i16>(&dev, config, source, err),
+        cpal::SampleFormat::I32 => play::<i32>(&dev, config, source, err),
+        cpal::SampleFormat::U16 => play::<u16>(&dev, config, source, err),
         other => {
             anyhow::bail!("the audio output takes {other:?} samples, which voxdesk does not write")
         }
     }?;
     stream.play()?;
     Ok(Output { mixer, stream })
+}
+
+/// A stream that plays the mixer, in the device's sample type.
+fn play<T: cpal::SizedSample + cpal::FromSample<f32>>(
+    dev: &cpal::Device,
+    config: cpal::StreamConfig,
+    mut source: rodio::mixer::MixerSource,
+    err: impl FnMut(cpal::Error) + Send + 'static,
+) -> Result<cpal::Stream, cpal::Error> {
+    use cpal::traits::DeviceTrait;
+    dev.build_output_stream(
+        config,
+        move |data: &mut [T], _: &_| {
+            for d in data {
+                *d = T::from_sample(source.next().unwrap_or(0.0));
+            }
+        },
+        err,
+        None,
+    )
 }
