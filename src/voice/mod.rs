@@ -1,5 +1,6 @@
 //! Voice: what voxdesk says aloud (narration and the model's speech on one voice thread), the microphone, and the listener that hears the person over it: barge-in, offline spoken commands, stop words and spoken answers.
 
+pub mod acoustic;
 pub mod ask;
 pub mod echo;
 pub mod floor;

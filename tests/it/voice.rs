@@ -244,6 +244,102 @@ fn the_recogniser_understands_commands_in_two_voices_and_rejects_other_speech() 
     }
 }
 
+/// `speech` with pink noise (sox's, seeded) `db` below its RMS, from 2.5 s before it to 1.5 s
+/// after: long enough a lead for the listener to learn the room's noise, and a tail for the
+/// utterance to end in.
+fn in_pink_noise(speech: &[i16], db: f32, dir: &Path) -> Vec<i16> {
+    let lead = 40_000;
+    let n = lead + speech.len() + 24_000;
+    let noise_wav = dir.join("pink.wav");
+    let st = Command::new("sox")
+        .args(["-R", "-n", "-r", "16000", "-c", "1", "-b", "16"])
+        .arg(&noise_wav)
+        .args(["synth", &format!("{:.3}", n as f64 / 16_000.0 + 0.1)])
+        .args(["pinknoise", "vol", "0.3"])
+        .status()
+        .expect("sox");
+    assert!(st.success());
+    let noise = read_pcm16(&noise_wav, 16_000);
+    let rms = |v: &[i16]| {
+        (v.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>() / v.len().max(1) as f64).sqrt()
+    };
+    let gain = rms(speech) / 10f64.powf(f64::from(db) / 20.0) / rms(&noise).max(1.0);
+    (0..n)
+        .map(|i| {
+            let s = i
+                .checked_sub(lead)
+                .and_then(|j| speech.get(j))
+                .map_or(0.0, |&x| f64::from(x));
+            let v = s + gain * f64::from(noise.get(i).copied().unwrap_or(0));
+            v.clamp(-32768.0, 32767.0) as i16
+        })
+        .collect()
+}
+
+#[test]
+fn commands_in_pink_noise_are_heard_with_the_noise_adapted_model() {
+    // Real pocketsphinx, both models, on synthetic speech under noise 10 dB below it: the
+    // noise-adapted model hears each, and most are understood.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("VOXDESK_LOG"))
+        .with_test_writer()
+        .try_init();
+    let dir = tempfile::tempdir().unwrap();
+    let listener = Listener::start(
+        Spec::new(vec!["stop".into(), "cancel".into()], true, Mode::Commands),
+        None,
+        Arc::new(voxdesk::input::stop::StopLatch::default()),
+        None,
+    )
+    .expect("pocketsphinx and its US English model (cargo xtask test installs them)");
+    let labels: Vec<String> = ["AC", "7", "+", "5", "9", "=", "-", "Downloads", "Documents"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    listener.set_labels(labels);
+    let cases: &[(&[&str], &str, Heard)] = &[
+        (ESPEAK, "click seven", Heard::Command("click 7".into())),
+        (ESPEAK, "click nine", Heard::Command("click 9".into())),
+        (ESPEAK, "click minus", Heard::Command("click -".into())),
+        (
+            ESPEAK,
+            "double click documents",
+            Heard::Command("double-click Documents".into()),
+        ),
+        (FLITE, "click five", Heard::Command("click 5".into())),
+        (FLITE, "click equals", Heard::Command("click =".into())),
+    ];
+    let (mut right, mut wrong) = (0, 0);
+    for (voice, said, want) in cases {
+        let wav = dir.path().join("u.wav");
+        say_to(voice, said, &wav);
+        // Noise from one clip to the next, as in a noisy room.
+        let pcm = in_pink_noise(&read_pcm16(&wav, 16_000), 10.0, dir.path());
+        let got = feed_as_is(&listener, &pcm);
+        eprintln!("{} said {said:?} in noise: {got:?}", voice[0]);
+        if got.as_ref() == Some(want) {
+            right += 1;
+        } else if !matches!(got, None | Some(Heard::Nothing)) {
+            wrong += 1;
+        }
+    }
+    // The bench's figures over 104 commands in four voices: ~45 % right and ~13 % acted on
+    // wrongly (the stock model alone: ~33 % and ~20 %); espeak's voice here does better.
+    let noisy = listener
+        .stats
+        .heard_in_noise
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        noisy >= cases.len() as u64,
+        "only {noisy} utterances were heard by the noise-adapted model"
+    );
+    assert!(
+        right >= 3 && wrong <= 1,
+        "{right} of {} understood in noise, {wrong} taken for another command",
+        cases.len()
+    );
+}
+
 /// A WAV as mono PCM16 at `rate` (sox converts).
 fn read_pcm16(wav: &Path, rate: u32) -> Vec<i16> {
     let o = Command::new("sox")
@@ -262,31 +358,51 @@ fn feed(listener: &Listener, pcm: &[i16]) -> Option<Heard> {
     let mut all = vec![0i16; 6400];
     all.extend_from_slice(pcm);
     all.extend(vec![0i16; 9600]);
+    feed_as_is(listener, &all)
+}
+
+/// Feed `pcm` frame by frame: what the listener makes of it, once it has taken every frame
+/// (a command or stop heard, else not understood, else nothing).
+fn feed_as_is(listener: &Listener, all: &[i16]) -> Option<Heard> {
+    use std::sync::atomic::Ordering;
+    while listener.next(Duration::ZERO).is_some() {}
+    let before = listener.stats.frames.load(Ordering::Relaxed);
     let at = Instant::now();
+    let mut fed = 0;
     for c in all.chunks_exact(256) {
         listener.feed(voxdesk::voice::mic::Frame {
             pcm: c.to_vec(),
             at,
         });
+        fed += 1;
     }
-    let until = Instant::now() + Duration::from_secs(5);
-    while let Some(left) = until.checked_duration_since(Instant::now()) {
-        match listener.next(left) {
-            Some(Note::Heard {
+    assert!(
+        wait_for(Duration::from_secs(10), || listener
+            .stats
+            .frames
+            .load(Ordering::Relaxed)
+            >= before + fed),
+        "the listener did not take every frame"
+    );
+    let mut got = None;
+    while let Some(n) = listener.next(Duration::from_millis(100)) {
+        match n {
+            Note::Heard {
                 meaning, per_frame, ..
-            }) => {
+            } => {
                 eprintln!("heard: {meaning:?} ({per_frame:.1}/frame)");
-                return Some(meaning);
+                if !matches!(got, Some(Heard::Command(_) | Heard::Stop(_))) {
+                    got = Some(meaning);
+                }
             }
-            Some(Note::NotUnderstood { text, per_frame }) => {
+            Note::NotUnderstood { text, per_frame } => {
                 eprintln!("not understood: {text:?} ({per_frame:.1}/frame)");
-                return Some(Heard::Nothing);
+                got = got.or(Some(Heard::Nothing));
             }
-            Some(_) => {}
-            None => break,
+            _ => {}
         }
     }
-    None
+    got
 }
 
 /// `voxdesk listen --provider local` on the rig, its output collected.
