@@ -56,6 +56,8 @@ extern "C" {
 pub enum SphinxError {
     #[error("no speech model at {0} (apt-get install pocketsphinx-en-us)")]
     NoModel(String),
+    #[error("the noise-adapted model could not be written for pocketsphinx: {0}")]
+    Unpack(String),
     #[error("the recogniser did not start (pocketsphinx rejected its configuration)")]
     Init,
     #[error("the grammar was refused: {0}")]
@@ -130,12 +132,12 @@ impl Recognizer {
         let tmp = tempfile::Builder::new()
             .prefix("voxdesk-sphinx-")
             .tempdir()
-            .map_err(|e| SphinxError::NoModel(format!("a temporary folder: {e}")))?;
+            .map_err(|e| SphinxError::Unpack(format!("a temporary folder: {e}")))?;
         let mut args = Vec::new();
         for (flag, name, bytes) in NOISY {
             let p = tmp.path().join(name);
             std::fs::write(&p, bytes)
-                .map_err(|e| SphinxError::NoModel(format!("{}: {e}", p.display())))?;
+                .map_err(|e| SphinxError::Unpack(format!("{}: {e}", p.display())))?;
             args.push(flag.to_string());
             args.push(p.to_string_lossy().into_owned());
         }
