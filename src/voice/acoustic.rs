@@ -80,12 +80,12 @@ impl Recognizers {
         self.stock.is_open()
     }
 
+    /// Start an utterance in both; whether the stock one (the one that must hear) started.
     pub fn begin(&mut self) -> bool {
-        let mut ok = true;
-        for r in self.each() {
-            ok &= r.begin();
+        if let Some(n) = &mut self.noisy {
+            n.begin();
         }
-        ok
+        self.stock.begin()
     }
 
     pub fn feed(&mut self, pcm: &[i16]) {

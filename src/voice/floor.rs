@@ -35,6 +35,7 @@ pub struct Tuning {
     /// consonants and the gaps between words sink under the noise, and a command cut in two
     /// is two wrong ones (measured: flite's "click five" under pink noise 10 dB below it).
     pub end_frames_noisy: u32,
+    /// A noise floor (RMS, full scale 1.0) above this is a noisy room.
     pub noisy_room: f32,
     /// The longest utterance.
     pub max_frames: u32,

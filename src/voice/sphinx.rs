@@ -13,6 +13,13 @@ use super::phonemes;
 /// Where Debian's `pocketsphinx-en-us` puts the model.
 const MODEL_DIR: &str = "/usr/share/pocketsphinx/model/en-us";
 
+/// The model in `VOXDESK_SPHINX_MODEL`, or Debian's.
+fn model_dir() -> PathBuf {
+    std::env::var_os("VOXDESK_SPHINX_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(MODEL_DIR))
+}
+
 /// The noise-adapted model's parts (`models/sphinx-noisy/make.sh`): the decoder flag for each,
 /// and the rest of the model (topology, dictionary, features) is Debian's.
 const NOISY: [(&str, &str, &[u8]); 4] = [
@@ -114,19 +121,13 @@ fn cstr(s: &str) -> CString {
 impl Recognizer {
     /// Start the decoder on the model in `VOXDESK_SPHINX_MODEL` or Debian's.
     pub fn new() -> Result<Recognizer, SphinxError> {
-        let dir = std::env::var_os("VOXDESK_SPHINX_MODEL")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(MODEL_DIR));
-        Recognizer::with_model(&dir, &[])
+        Recognizer::with_model(&model_dir(), &[])
     }
 
     /// The same model adapted to noise (`models/sphinx-noisy/`, built in): its Gaussians and
     /// mixture weights moved by MAP adaptation on commands spoken under pink, white and brown
     /// noise. Better in a noisy room, worse at free dictation in a quiet one.
     pub fn noisy() -> Result<Recognizer, SphinxError> {
-        let dir = std::env::var_os("VOXDESK_SPHINX_MODEL")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(MODEL_DIR));
         // pocketsphinx reads its model from files, once, when the decoder starts: they live in
         // a private temporary folder until then.
         let tmp = tempfile::Builder::new()
@@ -141,7 +142,7 @@ impl Recognizer {
             args.push(flag.to_string());
             args.push(p.to_string_lossy().into_owned());
         }
-        Recognizer::with_model(&dir, &args)
+        Recognizer::with_model(&model_dir(), &args)
     }
 
     /// A decoder on the model in `dir`, with `overrides` of its parts (`-mean FILE`, …).
