@@ -7,6 +7,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::acoustic::{self, Recognizers};
+use super::denoise::Denoiser;
 use super::echo::{self, EchoPath};
 use super::floor::{self, Floor, Tuning};
 use super::grammar::{self, Heard, Mode};
@@ -80,6 +81,8 @@ pub struct Spec {
     pub push_to_talk: Option<Arc<AtomicBool>>,
     pub tuning: Tuning,
     pub reject_below: f64,
+    /// Clean the microphone's frames of steady noise before anything hears them.
+    pub denoise: bool,
 }
 
 impl Spec {
@@ -95,6 +98,7 @@ impl Spec {
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(REJECT_BELOW),
+            denoise: std::env::var("VOXDESK_DENOISE").map_or(true, |v| v != "0"),
         }
     }
 }
@@ -144,6 +148,8 @@ pub struct Stats {
     pub heard_in_noise: AtomicU64,
     /// Microseconds spent on the detector and the floor (not recognising).
     pub detect_us: AtomicU64,
+    /// Microseconds spent cleaning frames of noise.
+    pub denoise_us: AtomicU64,
 }
 
 pub struct Listener {
@@ -169,6 +175,11 @@ impl Listener {
         } else {
             None
         };
+        let denoiser = if spec.denoise {
+            Some(Denoiser::new(floor::FRAME_MS).map_err(|e| anyhow::anyhow!(e))?)
+        } else {
+            None
+        };
         let (ctl, ctl_rx) = mpsc::channel();
         let (note_tx, notes) = mpsc::channel();
         let (frames, frames_rx) = mpsc::sync_channel::<Frame>(256);
@@ -179,6 +190,7 @@ impl Listener {
             .spawn(move || {
                 let mut w = Worker {
                     vad: earshot::Detector::default_boxed(),
+                    denoiser,
                     floor: Floor::new(spec.tuning.clone()),
                     echo: EchoPath::default(),
                     recognizer,
@@ -258,6 +270,7 @@ impl Drop for Listener {
 
 struct Worker {
     vad: Box<earshot::Detector>,
+    denoiser: Option<Denoiser>,
     floor: Floor,
     echo: EchoPath,
     recognizer: Option<Recognizers>,
@@ -350,6 +363,46 @@ impl Worker {
             return;
         }
         self.stats.frames.fetch_add(1, Ordering::Relaxed);
+        // The recogniser hears the frames cleaned of noise; the detector and the floor hear them
+        // as they are: cleaning takes ~50 ms, which barge-in and the end of an utterance must
+        // not wait for (measured: barge-in 59 → 110 ms median when the detector heard them
+        // cleaned), and what comes out late is still in time for the recogniser, which gets
+        // the last of the speech before the quiet that ends it is counted.
+        match &mut self.denoiser {
+            None => self.clean(f.pcm.clone()),
+            Some(d) => {
+                let t = Instant::now();
+                let mut clean = Vec::with_capacity(2);
+                d.push(&f.pcm, |pcm| clean.push(pcm));
+                self.stats
+                    .denoise_us
+                    .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+                for pcm in clean {
+                    self.clean(pcm);
+                }
+            }
+        }
+        self.heard(f);
+    }
+
+    /// A frame of what the recogniser hears: kept for the next utterance's start, or fed to
+    /// the one under way.
+    fn clean(&mut self, pcm: Vec<i16>) {
+        if self.preroll.len() == PREROLL_FRAMES {
+            self.preroll.pop_front();
+        }
+        if let Some(u) = &mut self.utterance {
+            u.extend_from_slice(&pcm);
+            // Decoded as it is heard: at its end little is left to do.
+            if let Some(r) = &mut self.recognizer {
+                r.feed(&pcm);
+            }
+        }
+        self.preroll.push_back(pcm);
+    }
+
+    /// One frame as the microphone gave it, for the detector and the floor.
+    fn heard(&mut self, f: Frame) {
         // Push-to-talk: pressing it is speaking over the voice; releasing it ends listening.
         if let Some(p) = &self.push_to_talk {
             let held = p.load(Ordering::Relaxed);
@@ -419,19 +472,6 @@ impl Worker {
             .detect_us
             .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
         let at = f.at;
-        if self.preroll.len() == PREROLL_FRAMES {
-            self.preroll.pop_front();
-        }
-        self.preroll.push_back(f.pcm);
-        if let Some(u) = &mut self.utterance {
-            if let Some(last) = self.preroll.back() {
-                u.extend_from_slice(last);
-                // Decoded as it is heard: at its end little is left to do.
-                if let Some(r) = &mut self.recognizer {
-                    r.feed(last);
-                }
-            }
-        }
         for e in events {
             match e {
                 floor::Event::Pause => {
@@ -494,11 +534,13 @@ impl Worker {
 
     fn recognise(&mut self, pcm: Vec<i16>, ended: Instant) {
         self.stats.utterances.fetch_add(1, Ordering::Relaxed);
+        // The speech (cleaned) over the room's noise (as the microphone hears it).
+        let noise = self.floor.noise();
         let (Some(r), Some(g)) = (&mut self.recognizer, &self.grammar) else {
             return;
         };
         let t = Instant::now();
-        let snr = acoustic::snr_db(&pcm, FRAME, self.floor.noise());
+        let snr = acoustic::snr_db(&pcm, FRAME, noise);
         let h = if r.is_open() {
             r.finish(snr)
         } else {

@@ -2,6 +2,7 @@
 
 pub mod acoustic;
 pub mod ask;
+pub mod denoise;
 pub mod echo;
 pub mod floor;
 pub mod grammar;
