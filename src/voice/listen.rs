@@ -81,7 +81,7 @@ pub struct Spec {
     pub push_to_talk: Option<Arc<AtomicBool>>,
     pub tuning: Tuning,
     pub reject_below: f64,
-    /// Clean the microphone's frames of steady noise before anything hears them.
+    /// Clean the microphone's frames of steady noise before the recogniser hears them.
     pub denoise: bool,
 }
 
@@ -98,6 +98,7 @@ impl Spec {
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(REJECT_BELOW),
+            // A knob for measuring what cleaning brings (`VOXDESK_DENOISE=0`), not a setting.
             denoise: std::env::var("VOXDESK_DENOISE").map_or(true, |v| v != "0"),
         }
     }
@@ -534,13 +535,12 @@ impl Worker {
 
     fn recognise(&mut self, pcm: Vec<i16>, ended: Instant) {
         self.stats.utterances.fetch_add(1, Ordering::Relaxed);
-        // The speech (cleaned) over the room's noise (as the microphone hears it).
-        let noise = self.floor.noise();
         let (Some(r), Some(g)) = (&mut self.recognizer, &self.grammar) else {
             return;
         };
         let t = Instant::now();
-        let snr = acoustic::snr_db(&pcm, FRAME, noise);
+        // The speech (cleaned) over the room's noise (as the microphone hears it).
+        let snr = acoustic::snr_db(&pcm, FRAME, self.floor.noise());
         let h = if r.is_open() {
             r.finish(snr)
         } else {
