@@ -1,4 +1,4 @@
-//! Speech enhancement for the listener in a noisy room: RNNoise (the `nnnoiseless` port) on the microphone's 16 kHz frames, resampled to its 48 kHz and back with the mic's own framer; frames in, as many frames out, a fixed few milliseconds later.
+//! Speech enhancement for the listener in a noisy room: RNNoise (the `nnnoiseless` port) on the microphone's 16 kHz frames, resampled to its 48 kHz and back with the mic's own framer; frames in, as many frames out, some 50 ms later (the resamplers' and RNNoise's buffering).
 
 use nnnoiseless::DenoiseState;
 
@@ -14,7 +14,6 @@ pub struct Denoiser {
     down: Framer,
     rnn: Box<DenoiseState<'static>>,
     out: Vec<f32>,
-    frame_ms: u32,
     started: bool,
 }
 
@@ -26,7 +25,6 @@ impl Denoiser {
             down: Framer::new(RNN_RATE, RATE, frame_ms, 1)?,
             rnn: DenoiseState::new(),
             out: vec![0.0; DenoiseState::FRAME_SIZE],
-            frame_ms,
             started: false,
         })
     }
@@ -53,11 +51,6 @@ impl Denoiser {
             let y: Vec<f32> = out.iter().map(|&s| s / 32768.0).collect();
             down.push(&y, &mut emit);
         });
-    }
-
-    /// The frame length this was made for.
-    pub fn frame_ms(&self) -> u32 {
-        self.frame_ms
     }
 }
 
