@@ -176,8 +176,12 @@ impl Listener {
         } else {
             None
         };
-        let denoiser = if spec.denoise {
-            Some(Denoiser::new(floor::FRAME_MS).map_err(|e| anyhow::anyhow!(e))?)
+        // Only the recogniser hears cleaned frames: without one, cleaning would be wasted. A
+        // cleaner that cannot start leaves the listener hearing the room as it is.
+        let denoiser = if spec.denoise && recognizer.is_some() {
+            Denoiser::new(floor::FRAME_MS)
+                .map_err(|e| tracing::warn!("listener: frames not cleaned of noise: {e}"))
+                .ok()
         } else {
             None
         };
@@ -546,7 +550,16 @@ impl Worker {
         } else {
             r.decode(&pcm, snr)
         };
-        let Some((h, model)) = h else { return };
+        let Some((h, model)) = h else {
+            // Nothing in the grammar fits any of it: said, as any speech not understood is.
+            if matches!(self.mode_now(), Mode::Commands | Mode::Confirm) {
+                let _ = self.notes.send(Note::NotUnderstood {
+                    text: String::new(),
+                    per_frame: 0.0,
+                });
+            }
+            return;
+        };
         if model == acoustic::Model::Noisy {
             self.stats.heard_in_noise.fetch_add(1, Ordering::Relaxed);
         }
