@@ -103,7 +103,7 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
                     actions: batch.to_value(),
                 });
                 last = host.call(&ToolCall::Act(batch));
-                tell(host, &last);
+                tell(host, &last, policy.recorded() == 0);
                 match policy.after_act(&mv.plan, &last) {
                     Next::Continue => {}
                     Next::Escape => {
@@ -144,6 +144,7 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
         }
         host.go(State::Plan, "next step");
     };
+    let summary = policy.truthful(summary);
     host.emit(Event::Narration {
         text: summary.clone(),
     });
@@ -157,10 +158,14 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
     ending
 }
 
-/// What voxdesk itself says about a result, whoever drives: refusals and unanswered questions.
-fn tell(host: &mut dyn Host, r: &ToolResult) {
+/// What voxdesk itself says about a result, whoever drives: refusals, unanswered questions, and
+/// (`first_recorded`: once a session) that observe mode only records what was planned.
+fn tell(host: &mut dyn Host, r: &ToolResult, first_recorded: bool) {
     let text = match r {
         ToolResult::Act(a) => match (a.status, &a.refusal) {
+            (ActStatus::Recorded, _) if first_recorded => {
+                "Observe mode: recorded, not done.".into()
+            }
             (ActStatus::Refused, Some(r)) => format!("Refused: {}.", r.message),
             (ActStatus::Declined, _) => "No yes, so I did not do it.".into(),
             _ => return,

@@ -38,6 +38,8 @@ pub struct Policy {
     no_progress: u32,
     /// Looks since the last act: a driver that only ever looks makes no progress either.
     looks: u32,
+    /// Steps observe mode recorded instead of doing (nothing was touched for them).
+    recorded: usize,
     transcript: Vec<String>,
 }
 
@@ -51,6 +53,7 @@ impl Policy {
             steps: 0,
             no_progress: 0,
             looks: 0,
+            recorded: 0,
             transcript: Vec::new(),
         }
     }
@@ -142,6 +145,7 @@ impl Policy {
                 return Next::Continue;
             }
             ActStatus::Recorded => {
+                self.recorded += 1;
                 self.transcript
                     .push(format!("step {n}: {plan} (observe mode: not done)"));
                 return Next::Continue;
@@ -185,6 +189,29 @@ impl Policy {
 
     pub fn transcript(&self) -> &[String] {
         &self.transcript
+    }
+
+    /// Steps recorded in observe mode so far (none of them done).
+    pub fn recorded(&self) -> usize {
+        self.recorded
+    }
+
+    /// The summary a session ends with, made true whoever wrote it: a session in observe mode
+    /// did nothing, whatever its driver says ("done: 4 steps", or a model's "I clicked 7").
+    pub fn truthful(&self, summary: String) -> String {
+        match self.recorded {
+            0 => summary,
+            n => {
+                let s = if n == 1 { "" } else { "s" };
+                let head =
+                    format!("Observe mode, so nothing was clicked or typed: {n} step{s} recorded.");
+                if summary.is_empty() {
+                    head
+                } else {
+                    format!("{head} {summary}")
+                }
+            }
+        }
     }
 
     fn tried(&self) -> String {

@@ -375,7 +375,7 @@ fn table_of_policies_over_a_fake_desk() {
             "click 7, click 5",
             vec![Recorded, Recorded],
             Status::Done,
-            "done: 2 steps",
+            "Observe mode, so nothing was clicked or typed: 2 steps recorded.",
             2,
             0,
             0,
@@ -548,4 +548,72 @@ fn a_driver_that_only_looks_ends_instead_of_looping() {
         end.summary
     );
     assert!(desk.acts.is_empty());
+}
+
+/// A driver (as a model might) that clicks 7 and then says it did.
+struct Boaster {
+    acted: bool,
+}
+impl Driver for Boaster {
+    fn provider(&self) -> &str {
+        "test"
+    }
+    fn model(&self) -> &str {
+        "boaster"
+    }
+    fn decomposition(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn next(&mut self, last: &ToolResult, _: &mut dyn FnMut(Event)) -> Move {
+        let what = match (last, self.acted) {
+            (ToolResult::Observation(o), false) => {
+                self.acted = true;
+                What::Call(ToolCall::Act(crate::action::Batch {
+                    observation_id: Some(o.id.clone()),
+                    actions: vec![crate::action::Action::Click {
+                        at: crate::action::Pos::Target(1),
+                    }],
+                    expect: Default::default(),
+                }))
+            }
+            _ => What::Call(ToolCall::Done {
+                success: true,
+                summary: "I clicked 7.".into(),
+            }),
+        };
+        Move {
+            say: Vec::new(),
+            plan: "Clicking 7".into(),
+            what,
+        }
+    }
+}
+
+#[test]
+fn in_observe_mode_the_end_says_nothing_was_done_whoever_claims_otherwise() {
+    for (replies, claims) in [
+        (vec![Reply::Recorded], false),
+        (vec![Reply::Verified], true),
+    ] {
+        let mut desk = FakeDesk::new(&["7"], &replies);
+        let end = drive(
+            &mut Boaster { acted: false },
+            &mut desk,
+            Limits {
+                step_cap: 20,
+                no_progress: 3,
+            },
+        );
+        assert_eq!(desk.acts.len(), 1);
+        let observed = "Observe mode, so nothing was clicked or typed: 1 step recorded.";
+        assert_eq!(end.summary.starts_with(observed), !claims, "{end:?}");
+        assert_eq!(desk.ended.as_ref().map(|e| &e.1), Some(&end.summary));
+        // Said once, as soon as the first step is only recorded.
+        let told = desk
+            .said
+            .iter()
+            .filter(|s| *s == "Observe mode: recorded, not done.")
+            .count();
+        assert_eq!(told, usize::from(!claims), "{:?}", desk.said);
+    }
 }

@@ -70,6 +70,7 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
         }
     };
     let confirm = VoiceConfirm::new(listener.clone(), voice.clone());
+    super::say_if_observing(s);
     let mut desk = match Desk::new(s, None, Box::new(confirm), latch.clone()) {
         Ok(d) => d,
         Err(e) if e.downcast_ref::<RefusedByLock>().is_some() => {

@@ -52,6 +52,16 @@ pub fn settings(config: Option<&Path>, mode: Option<String>) -> Result<voxdesk::
     )?)
 }
 
+/// Said before a session in observe mode (the default) starts: it plans and records, and a
+/// user who hears "Clicking 7" must not think it clicked.
+pub fn say_if_observing(settings: &voxdesk::config::Settings) {
+    if settings.rails.mode == voxdesk::config::Mode::Observe {
+        println!(
+            "observe mode: voxdesk plans and records each step but clicks and types nothing (--mode confirm or --mode auto to act)"
+        );
+    }
+}
+
 /// The desk for a recorded session, asking on the terminal; `None` (said on stderr) when the GUI
 /// lock refuses it: another session owns the screen (exit 3).
 pub fn open_desk(
@@ -59,6 +69,7 @@ pub fn open_desk(
     record: voxdesk::desk::RecordSpec,
     latch: std::sync::Arc<voxdesk::input::stop::StopLatch>,
 ) -> anyhow::Result<Option<voxdesk::desk::Desk>> {
+    say_if_observing(settings);
     match voxdesk::desk::Desk::new(settings, Some(record), Box::new(TerminalConfirm), latch) {
         Ok(d) => Ok(Some(d)),
         Err(e) if e.downcast_ref::<voxdesk::desk::RefusedByLock>().is_some() => {

@@ -471,3 +471,41 @@ fn a_display_that_goes_away_mid_run_leaves_a_true_record() {
         r["summary"]
     );
 }
+
+/// The default mode, observe, plans and records but touches nothing: the calculator still shows
+/// no 77, the console says so before it starts, and the record and the last words say that
+/// nothing was done (they said "done: 2 steps").
+#[test]
+fn observe_mode_touches_nothing_and_says_so() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let o = output(
+        bin()
+            .env("DISPLAY", d)
+            .env("XDG_DATA_HOME", data.path())
+            .env("VOXDESK_ALLOW_APPS", "XCalc")
+            .env_remove("VOXDESK_MODE")
+            .args(["run", "--quiet", "click 7, click 7"]),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.starts_with(
+            "observe mode: voxdesk plans and records each step but clicks and types nothing"
+        ),
+        "{out}"
+    );
+    let said = "Observe mode, so nothing was clicked or typed: 2 steps recorded.";
+    assert!(out.contains(said), "{out}");
+    let r = record(&only_session(data.path()));
+    assert_eq!(r["summary"], said);
+    assert!(r["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["rails"] == "recorded"));
+    let seen = look(d);
+    assert!(!seen.iter().any(|t| t.contains("77")), "{seen:?}");
+}
