@@ -486,7 +486,10 @@ mod tests {
         };
         assert!(repeats(&[ty("Ada")], &[ty("Ada")]));
         assert!(repeats(&[ty("Ada")], &[click.clone(), ty("Ada")]));
-        assert!(repeats(&[enter.clone()], &[enter.clone()]));
+        assert!(repeats(
+            std::slice::from_ref(&enter),
+            std::slice::from_ref(&enter)
+        ));
         assert!(!repeats(&[ty("Ada")], &[ty("Lovelace")]));
         assert!(!repeats(&[ty("Ada")], &[enter]));
         assert!(!repeats(&[click.clone(), ty("Ada")], &[click]));

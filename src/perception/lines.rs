@@ -603,7 +603,7 @@ fn is_arc(b: &Blob, letter_h: i32, tall_h: i32) -> bool {
     let wide = b.w() * 5 >= b.h() * 2;
     // (+4: a blob of the edge mask is a column wider than the arc's ink on each side.)
     b.w() * 2 <= b.h() + 4
-        && (b.h() >= 2 * letter_h + 1 || (wide && b.h() * 2 >= letter_h.max(tall_h) * 3))
+        && (b.h() > 2 * letter_h || (wide && b.h() * 2 >= letter_h.max(tall_h) * 3))
 }
 
 /// The heights of `chain`'s seed-sized blobs, counting the two halves of a stem cut by a bar
@@ -700,6 +700,10 @@ struct Grid {
     start: f64,
     end: f64,
 }
+
+/// A grid established by a line of its own: the grid, the line's box (left, top, right,
+/// bottom) and its text height.
+type Established = (Grid, (i32, i32, i32, i32), i32);
 
 /// The phase that edges `xs` share: their circular mean, as a position near `xs[0]`.
 fn phase(xs: &[i32], p: f64) -> f64 {
@@ -837,7 +841,7 @@ fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, boo
         .map(|((_, h), e)| mono_grid(e, *h))
         .collect();
     // Grids established by a line of their own, with where they are and their text size.
-    let mut established: Vec<(Grid, (i32, i32, i32, i32), i32)> = own
+    let mut established: Vec<Established> = own
         .iter()
         .enumerate()
         .filter_map(|(i, g)| Some(((*g)?, bands[i]?, pieces[i].1)))
@@ -845,7 +849,7 @@ fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, boo
     // Text heights of short pieces are rough (one tall "@" moves the median), so the size test
     // is the pitch's: a plausible advance for this text too.
     fn near(
-        est: &[(Grid, (i32, i32, i32, i32), i32)],
+        est: &[Established],
         b: (i32, i32, i32, i32),
         text_h: i32,
     ) -> impl Iterator<Item = Grid> + '_ {

@@ -164,8 +164,8 @@ mod tests {
         // A microphone that does not follow the speaker (a headset) finds no lag.
         let mut p = EchoPath::default();
         let other = envelope(400, 99);
-        for t in 0..300 {
-            p.step(other[t], &window(&env.repeat(4), t), true);
+        for (t, &o) in other.iter().enumerate().take(300) {
+            p.step(o, &window(&env.repeat(4), t), true);
         }
         assert_eq!(p.lag(), None);
     }

@@ -159,6 +159,8 @@ impl Server {
     }
 }
 
+// The handshake callback's error type is tungstenite's own (an HTTP response), not ours.
+#[allow(clippy::result_large_err)]
 async fn serve(
     tcp: tokio::net::TcpStream,
     n: usize,
