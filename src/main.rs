@@ -195,7 +195,8 @@ enum BenchCmd {
         #[arg(long, default_value_t = 60)]
         seconds: u64,
         /// realtime (the loopback model server), local (barge-in, echo, spoken commands,
-        /// stop, the listener's CPU), accuracy (spoken commands only, no sound card) or all.
+        /// stop, the listener's CPU, accuracy), sound (local without the accuracy), accuracy
+        /// (spoken commands only, no sound card) or all.
         #[arg(long, default_value = "all")]
         part: String,
     },

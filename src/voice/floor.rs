@@ -96,6 +96,10 @@ struct Paused {
     voiced: u32,
     quiet: u32,
     frames: u32,
+    /// The microphone's level over what was played on the frame that paused the voice.
+    ratio: f32,
+    /// Speech-like frames once the echo had drained: a person, however briefly.
+    heard: u32,
 }
 
 /// Frames after a pause during which the echo of what was played may still arrive (~100 ms).
@@ -190,19 +194,26 @@ impl Floor {
         // coupling (false barge-ins 0 → 15 % with the speaker looped into the microphone).
         let person = self.utterance.is_some_and(|u| u.person);
         if f.echo_ref > 0.01 && !f.hushed && !person {
-            if self.ratios.len() == RATIOS {
-                self.ratios.pop_front();
-            }
-            self.ratios.push_back(f.level / f.echo_ref);
-            if self.ratios.len() >= 60 {
-                let mut v: Vec<f32> = self.ratios.iter().copied().collect();
-                v.sort_by(f32::total_cmp);
-                self.coupling = v[v.len() * 9 / 10].clamp(0.02, 2.0);
-            }
+            self.learn(f.level / f.echo_ref, 1);
         }
         let beyond_echo =
             f.echo_ref <= 1e-3 || f.level >= self.coupling * self.t.echo_margin * f.echo_ref;
         (speechlike, beyond_echo)
+    }
+
+    /// `n` frames whose microphone level was `ratio` times what was played.
+    fn learn(&mut self, ratio: f32, n: usize) {
+        for _ in 0..n {
+            if self.ratios.len() == RATIOS {
+                self.ratios.pop_front();
+            }
+            self.ratios.push_back(ratio);
+        }
+        if self.ratios.len() >= 60 {
+            let mut v: Vec<f32> = self.ratios.iter().copied().collect();
+            v.sort_by(f32::total_cmp);
+            self.coupling = v[v.len() * 9 / 10].clamp(0.02, 2.0);
+        }
     }
 
     /// Take one frame; what follows from it, in order.
@@ -222,6 +233,8 @@ impl Floor {
                         voiced: self.run,
                         quiet: 0,
                         frames: 0,
+                        ratio: f.level / f.echo_ref.max(1e-3),
+                        heard: 0,
                     });
                     out.push(Event::Pause);
                 }
@@ -230,7 +243,9 @@ impl Floor {
                 // Paused, the voice is silent once the echo already on its way has drained
                 // (ECHO_DRAIN frames): then speech-like is the person's.
                 p.frames += 1;
-                let person = if p.frames > ECHO_DRAIN { speechlike } else { v };
+                let drained = p.frames > ECHO_DRAIN;
+                let person = if drained { speechlike } else { v };
+                p.heard += u32::from(drained && speechlike);
                 if person {
                     p.voiced += 1;
                     p.quiet = 0;
@@ -245,8 +260,17 @@ impl Floor {
                     }
                     out.push(Event::Interrupt);
                 } else if p.quiet >= self.t.resume_frames {
+                    // Nothing speech-like once the voice was silent: it was the echo, louder
+                    // than the coupling explained (the speakers came on after a headset, or
+                    // were turned up). Learnt at once, as a tenth of the window, so that the
+                    // same echo does not pause the voice again and again while the coupling
+                    // catches up a frame at a time (measured: three false pauses in a row).
+                    let (ratio, echo) = (p.ratio, p.heard == 0);
                     self.paused = None;
                     self.false_alarms += 1;
+                    if echo && ratio > self.coupling {
+                        self.learn(ratio, RATIOS / 10 + 1);
+                    }
                     out.push(Event::Resume);
                 }
             }
@@ -494,6 +518,51 @@ mod tests {
             run(&mut fl, &[silence(); 30]);
         }
         assert!(fl.coupling() < 0.1, "coupling {}", fl.coupling());
+    }
+
+    #[test]
+    fn speakers_that_come_on_after_a_headset_pause_the_voice_once() {
+        // Learnt on a headset (no echo), then the speakers come on: the voice's echo comes back
+        // at 0.3 of what is played, and the detector calls it speech.
+        let mut fl = Floor::new(Tuning::default());
+        run(&mut fl, &[silence(); 100]);
+        let quiet = Frame {
+            echo_ref: 0.3,
+            playing: true,
+            ..silence()
+        };
+        run(&mut fl, &[quiet; 100]);
+        assert!(fl.coupling() < 0.05);
+        let mut pauses = 0;
+        for _ in 0..5 {
+            // (paused, frames since the pause)
+            let mut hushed: Option<u32> = None;
+            for _ in 0..120 {
+                // Paused, the echo already on its way still arrives for three frames.
+                let echo = hushed.is_none_or(|n| n < 3);
+                let f = Frame {
+                    score: if echo { 0.9 } else { 0.02 },
+                    level: if echo { 0.09 } else { 0.0005 },
+                    echo_ref: if echo { 0.3 } else { 0.0 },
+                    playing: true,
+                    hushed: hushed.is_some(),
+                };
+                hushed = hushed.map(|n| n + 1);
+                for e in fl.step(&f) {
+                    match e {
+                        Event::Pause => {
+                            pauses += 1;
+                            hushed = Some(0);
+                        }
+                        Event::Resume => hushed = None,
+                        Event::Interrupt => panic!("its own echo interrupted it"),
+                        Event::Start | Event::End { .. } => {}
+                    }
+                }
+            }
+            run(&mut fl, &[silence(); 30]);
+        }
+        assert_eq!(pauses, 1, "coupling {}", fl.coupling());
     }
 
     #[test]
