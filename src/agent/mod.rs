@@ -59,6 +59,7 @@ pub struct Ending {
 /// always ends with a true status (also when the record fails or the stop latch is set).
 pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> Ending {
     let mut policy = Policy::new(limits);
+    let mut told_observing = false;
     let mut last = host.call(&ToolCall::Observe);
     policy.looked(&last);
     host.go(State::Plan, "first observation");
@@ -79,6 +80,17 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
             break (status, summary);
         }
         let mv = driver.next(&last, &mut |e| host.emit(e));
+        // Observe mode, said once, before the next step is planned aloud: the last one was
+        // only recorded. (A one-step session hears it in its last words instead.)
+        if !told_observing
+            && policy.recorded() > 0
+            && matches!(mv.what, What::Call(ToolCall::Act(_)))
+        {
+            told_observing = true;
+            host.emit(Event::Narration {
+                text: "Observe mode: that was recorded, not done.".into(),
+            });
+        }
         for s in &mv.say {
             host.emit(Event::Narration { text: s.clone() });
         }
@@ -103,7 +115,7 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
                     actions: batch.to_value(),
                 });
                 last = host.call(&ToolCall::Act(batch));
-                tell(host, &last, policy.recorded() == 0);
+                tell(host, &last);
                 match policy.after_act(&mv.plan, &last) {
                     Next::Continue => {}
                     Next::Escape => {
@@ -158,14 +170,10 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
     ending
 }
 
-/// What voxdesk itself says about a result, whoever drives: refusals, unanswered questions, and
-/// (`first_recorded`: once a session) that observe mode only records what was planned.
-fn tell(host: &mut dyn Host, r: &ToolResult, first_recorded: bool) {
+/// What voxdesk itself says about a result, whoever drives: refusals and unanswered questions.
+fn tell(host: &mut dyn Host, r: &ToolResult) {
     let text = match r {
         ToolResult::Act(a) => match (a.status, &a.refusal) {
-            (ActStatus::Recorded, _) if first_recorded => {
-                "Observe mode: recorded, not done.".into()
-            }
             (ActStatus::Refused, Some(r)) => format!("Refused: {}.", r.message),
             (ActStatus::Declined, _) => "No yes, so I did not do it.".into(),
             _ => return,

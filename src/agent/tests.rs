@@ -608,12 +608,38 @@ fn in_observe_mode_the_end_says_nothing_was_done_whoever_claims_otherwise() {
         let observed = "Observe mode, so nothing was clicked or typed: 1 step recorded.";
         assert_eq!(end.summary.starts_with(observed), !claims, "{end:?}");
         assert_eq!(desk.ended.as_ref().map(|e| &e.1), Some(&end.summary));
-        // Said once, as soon as the first step is only recorded.
+        // One step: its last words say it, once.
         let told = desk
             .said
             .iter()
-            .filter(|s| *s == "Observe mode: recorded, not done.")
+            .filter(|s| s.contains("Observe mode"))
             .count();
         assert_eq!(told, usize::from(!claims), "{:?}", desk.said);
     }
+    // Three steps: said once before the second is planned aloud, and in the last words.
+    let mut desk = FakeDesk::new(
+        &["7", "+", "5"],
+        &[Reply::Recorded, Reply::Recorded, Reply::Recorded],
+    );
+    let mut driver = offline::LocalPlanner::new("click 7, click +, click 5").unwrap();
+    drive(
+        &mut driver,
+        &mut desk,
+        Limits {
+            step_cap: 20,
+            no_progress: 3,
+        },
+    );
+    assert_eq!(
+        desk.said,
+        [
+            "Clicking 7.",
+            "Observe mode: that was recorded, not done.",
+            "Clicking +.",
+            "Clicking 5.",
+            "Observe mode, so nothing was clicked or typed: 3 steps recorded."
+        ],
+        "{:?}",
+        desk.said
+    );
 }
