@@ -233,7 +233,13 @@ impl Floor {
                         voiced: self.run,
                         quiet: 0,
                         frames: 0,
-                        ratio: f.level / f.echo_ref.max(1e-3),
+                        // Only where something was played to explain (between its words it
+                        // may be nothing, and any sound would look like a huge echo).
+                        ratio: if f.echo_ref > 0.01 {
+                            f.level / f.echo_ref
+                        } else {
+                            0.0
+                        },
                         heard: 0,
                     });
                     out.push(Event::Pause);
@@ -563,6 +569,39 @@ mod tests {
             run(&mut fl, &[silence(); 30]);
         }
         assert_eq!(pauses, 1, "coupling {}", fl.coupling());
+    }
+
+    #[test]
+    fn a_click_between_its_words_teaches_it_nothing() {
+        let mut fl = Floor::new(Tuning::default());
+        run(&mut fl, &[silence(); 100]);
+        let quiet = Frame {
+            echo_ref: 0.3,
+            playing: true,
+            ..silence()
+        };
+        run(&mut fl, &[quiet; 100]);
+        let before = fl.coupling();
+        // Between two words (nothing played to explain it), a click of two frames: it pauses
+        // the voice, and is gone before the echo has drained.
+        let gap = Frame {
+            echo_ref: 0.0,
+            ..quiet
+        };
+        let click = Frame {
+            score: 0.9,
+            level: 0.2,
+            ..gap
+        };
+        let ev = run(&mut fl, &[click, click]);
+        assert_eq!(ev.last().map(|e| e.1), Some(Event::Pause));
+        let hushed = Frame {
+            hushed: true,
+            ..gap
+        };
+        let ev = run(&mut fl, &[hushed; 30]);
+        assert!(ev.iter().any(|e| e.1 == Event::Resume), "{ev:?}");
+        assert_eq!(fl.coupling(), before);
     }
 
     #[test]
