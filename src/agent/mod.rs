@@ -156,7 +156,7 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
         }
         host.go(State::Plan, "next step");
     };
-    let summary = policy.truthful(summary);
+    let summary = policy.truthful(status, summary);
     host.emit(Event::Narration {
         text: summary.clone(),
     });

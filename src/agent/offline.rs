@@ -413,8 +413,6 @@ pub struct LocalPlanner {
     next: usize,
     /// The step last sent, in words, for what is said when it cannot be confirmed.
     last_plan: String,
-    /// Steps observe mode only recorded.
-    recorded: usize,
 }
 
 impl LocalPlanner {
@@ -425,7 +423,6 @@ impl LocalPlanner {
             opens,
             next: 0,
             last_plan: String::new(),
-            recorded: 0,
         })
     }
 
@@ -433,18 +430,12 @@ impl LocalPlanner {
     fn plan_on(&mut self, o: &ObservationView, mut say: Vec<String>) -> Move {
         let Some(intent) = self.intents.get(self.next) else {
             let n = self.intents.len();
-            // Observe mode: the loop says that nothing was done, and how many steps were recorded.
-            let summary = if self.recorded == n {
-                String::new()
-            } else {
-                format!("done: {n} step{}", if n == 1 { "" } else { "s" })
-            };
             return Move {
                 say,
                 plan: String::new(),
                 what: What::Call(ToolCall::Done {
                     success: true,
-                    summary,
+                    summary: format!("done: {n} step{}", if n == 1 { "" } else { "s" }),
                 }),
             };
         };
@@ -562,10 +553,7 @@ impl Driver for LocalPlanner {
                     .unwrap_or_default();
                 return give_up(say, why);
             }
-            ActStatus::Recorded => {
-                self.recorded += 1;
-                self.next += 1
-            }
+            ActStatus::Recorded => self.next += 1,
             ActStatus::Ran | ActStatus::Failed => {
                 let waiting = matches!(self.intents.get(self.next), Some(Intent::WaitFor { .. }));
                 let plan = &self.last_plan;

@@ -197,18 +197,18 @@ impl Policy {
     }
 
     /// The summary a session ends with, made true whoever wrote it: a session in observe mode
-    /// did nothing, whatever its driver says ("done: 4 steps", or a model's "I clicked 7").
-    pub fn truthful(&self, summary: String) -> String {
+    /// did nothing, whatever its driver says. A success is only what was recorded (the driver's
+    /// "done: 4 steps", or a model's "I clicked 7", would claim otherwise); a failure keeps why.
+    pub fn truthful(&self, status: Status, summary: String) -> String {
         match self.recorded {
             0 => summary,
             n => {
                 let s = if n == 1 { "" } else { "s" };
                 let head =
                     format!("Observe mode, so nothing was clicked or typed: {n} step{s} recorded.");
-                if summary.is_empty() {
-                    head
-                } else {
-                    format!("{head} {summary}")
+                match status {
+                    Status::Done => head,
+                    _ => format!("{head} {summary}"),
                 }
             }
         }

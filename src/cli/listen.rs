@@ -104,6 +104,7 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
             }
         }
     };
+    super::say_if_observing(&loaded.settings);
     let mut exit = Exit::Ok;
     loop {
         if let Err(why) = driver.wait_for_call(&mut print, &quit) {

@@ -69,7 +69,6 @@ pub fn open_desk(
     record: voxdesk::desk::RecordSpec,
     latch: std::sync::Arc<voxdesk::input::stop::StopLatch>,
 ) -> anyhow::Result<Option<voxdesk::desk::Desk>> {
-    say_if_observing(settings);
     match voxdesk::desk::Desk::new(settings, Some(record), Box::new(TerminalConfirm), latch) {
         Ok(d) => Ok(Some(d)),
         Err(e) if e.downcast_ref::<voxdesk::desk::RefusedByLock>().is_some() => {

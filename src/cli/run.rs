@@ -76,6 +76,7 @@ pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         decomposition: driver.decomposition(),
         prompt_version: voxdesk::desk::PROMPT_VERSION.into(),
     };
+    super::say_if_observing(&loaded.settings);
     let Some(mut desk) = open_desk(&loaded.settings, spec, latch.clone())? else {
         return Ok(Exit::Refused);
     };
@@ -151,6 +152,7 @@ fn realtime(
         decomposition: Vec::new(),
         prompt_version: format!("{}+{INSTRUCTION_VERSION}", voxdesk::desk::PROMPT_VERSION),
     };
+    super::say_if_observing(&loaded.settings);
     let Some(mut desk) = open_desk(&loaded.settings, record, latch.clone())? else {
         return Ok(Exit::Refused);
     };

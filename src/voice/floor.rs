@@ -438,19 +438,33 @@ mod tests {
         assert_eq!(ev.last().map(|e| e.1), Some(Event::Pause));
     }
 
+    /// The voice playing at 0.3, heard by nobody: a headset.
+    fn playing_quietly() -> Frame {
+        Frame {
+            echo_ref: 0.3,
+            playing: true,
+            ..silence()
+        }
+    }
+
+    /// A floor that has heard a quiet room, then its voice play on a headset (no echo): the
+    /// coupling measured, at its floor.
+    fn headset() -> Floor {
+        let mut fl = Floor::new(Tuning::default());
+        run(&mut fl, &[silence(); 100]);
+        run(&mut fl, &[playing_quietly(); 100]);
+        assert!(fl.coupling() < 0.05);
+        fl
+    }
+
     #[test]
     fn speaking_as_the_voice_starts_does_not_teach_it_that_the_echo_is_loud() {
         // A headset: the microphone hears no echo. Ten times the person starts a command just
         // before voxdesk starts to speak (no pause: their speech was under way), and talks on
         // over it.
-        let mut fl = Floor::new(Tuning::default());
-        let quiet = Frame {
-            echo_ref: 0.3,
-            playing: true,
-            ..silence()
-        };
-        let mut frames = vec![silence(); 100];
-        frames.extend(vec![quiet; 100]);
+        let mut fl = headset();
+        let quiet = playing_quietly();
+        let mut frames = Vec::new();
         for _ in 0..10 {
             frames.extend(vec![silence(); 30]);
             frames.extend(vec![speech(0.15); 5]);
@@ -480,15 +494,7 @@ mod tests {
     fn speaking_on_after_interrupting_does_not_teach_it_that_the_echo_is_loud() {
         // A headset again. Ten times the person speaks over the voice: it pauses, they go on,
         // it is dropped, and its next sentence starts while they are still speaking.
-        let mut fl = Floor::new(Tuning::default());
-        run(&mut fl, &[silence(); 100]);
-        // The coupling is measured first (until then speech must be louder than the voice).
-        let quiet = Frame {
-            echo_ref: 0.3,
-            playing: true,
-            ..silence()
-        };
-        run(&mut fl, &[quiet; 100]);
+        let mut fl = headset();
         #[derive(PartialEq)]
         enum Voice {
             Playing,
@@ -530,15 +536,7 @@ mod tests {
     fn speakers_that_come_on_after_a_headset_pause_the_voice_once() {
         // Learnt on a headset (no echo), then the speakers come on: the voice's echo comes back
         // at 0.3 of what is played, and the detector calls it speech.
-        let mut fl = Floor::new(Tuning::default());
-        run(&mut fl, &[silence(); 100]);
-        let quiet = Frame {
-            echo_ref: 0.3,
-            playing: true,
-            ..silence()
-        };
-        run(&mut fl, &[quiet; 100]);
-        assert!(fl.coupling() < 0.05);
+        let mut fl = headset();
         let mut pauses = 0;
         for _ in 0..5 {
             // (paused, frames since the pause)
@@ -573,14 +571,8 @@ mod tests {
 
     #[test]
     fn a_click_between_its_words_teaches_it_nothing() {
-        let mut fl = Floor::new(Tuning::default());
-        run(&mut fl, &[silence(); 100]);
-        let quiet = Frame {
-            echo_ref: 0.3,
-            playing: true,
-            ..silence()
-        };
-        run(&mut fl, &[quiet; 100]);
+        let mut fl = headset();
+        let quiet = playing_quietly();
         let before = fl.coupling();
         // Between two words (nothing played to explain it), a click of two frames: it pauses
         // the voice, and is gone before the echo has drained.

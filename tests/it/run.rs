@@ -10,13 +10,19 @@ fn calc(display: &str) -> Guard {
     app(display, &["xcalc", "-geometry", "300x400+400+200"], "XCalc")
 }
 
-fn run_cmd(display: &str, data: &Path, task: &str) -> Command {
+/// `voxdesk run --quiet` on xcalc with `args` (a mode, the task).
+fn run_with(display: &str, data: &Path, args: &[&str]) -> Command {
     let mut c = bin();
     c.env("DISPLAY", display)
         .env("XDG_DATA_HOME", data)
         .env("VOXDESK_ALLOW_APPS", "XCalc")
-        .args(["run", "--quiet", "--mode", "auto", task]);
+        .args(["run", "--quiet"])
+        .args(args);
     c
+}
+
+fn run_cmd(display: &str, data: &Path, task: &str) -> Command {
+    run_with(display, data, &["--mode", "auto", task])
 }
 
 fn only_session(data: &Path) -> PathBuf {
@@ -481,14 +487,7 @@ fn observe_mode_touches_nothing_and_says_so() {
     let d: &str = &rig;
     let _calc = calc(d);
     let data = tempfile::tempdir().unwrap();
-    let o = output(
-        bin()
-            .env("DISPLAY", d)
-            .env("XDG_DATA_HOME", data.path())
-            .env("VOXDESK_ALLOW_APPS", "XCalc")
-            .env_remove("VOXDESK_MODE")
-            .args(["run", "--quiet", "click 7, click 7"]),
-    );
+    let o = output(run_with(d, data.path(), &["click 7, click 7"]).env_remove("VOXDESK_MODE"));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{out}");
     assert!(
