@@ -219,6 +219,19 @@ fn history(t: &Task) -> Vec<String> {
         .collect()
 }
 
+/// The names in a folder, sorted.
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
 /// The effect, seen from outside voxdesk.
 fn judge(t: &Task) -> Judged {
     match t.name {
@@ -295,6 +308,20 @@ fn judge(t: &Task) -> Judged {
                 success: got == ["Downloads"],
                 duplicated: None,
                 seen: format!("window titles {got:?}"),
+                agrees: false,
+            }
+        }
+        "pcmanfm-rename" => {
+            let names = listing(&t.paths.files);
+            let kept = std::fs::read(t.paths.files.join(task_suite::RENAME_TO)).ok();
+            Judged {
+                success: names == [task_suite::RENAME_TO] && kept.as_deref() == Some(b"1\n"),
+                duplicated: Some(
+                    names
+                        .iter()
+                        .any(|n| n.matches(task_suite::RENAME_TO).count() > 1),
+                ),
+                seen: format!("the folder holds {names:?}"),
                 agrees: false,
             }
         }

@@ -17,6 +17,7 @@ pub const NAMES: &[&str] = &[
     "mousepad-save",
     "chromium-form",
     "pcmanfm-open",
+    "pcmanfm-rename",
     "xterm-rm-refused",
 ];
 
@@ -28,6 +29,11 @@ pub fn joined_title(name: &str) -> String {
 pub const FORM_NAME: &str = "Ada Lovelace";
 pub const NOTE_TEXT: &str = "Buy milk";
 pub const INVOICE: &str = "invoice_2024-03.pdf";
+/// The file the rename task starts from, and the name it gives it: a short name whose last
+/// letter a GTK field's caret touches (OCR misses it while the caret is drawn), and as long as
+/// the typed text is, the file's label under its new name is exactly what was typed.
+pub const RENAME_FROM: &str = "notes.md";
+pub const RENAME_TO: &str = "todo.txt";
 /// What the xterm task waits for: the output of the command it typed, which also contains it.
 pub const ECHOED: &str = "hello from voxdesk";
 
@@ -232,6 +238,25 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
                 place: Some((100, 100, 900, 600)),
                 settle_ms: 800,
                 text: format!("double-click Downloads, wait for {INVOICE}"),
+                refused: false,
+                paths: p,
+            }
+        }
+        "pcmanfm-rename" => {
+            std::fs::create_dir_all(&p.files)?;
+            std::fs::write(p.files.join(RENAME_FROM), b"1\n")?;
+            Task {
+                name: "pcmanfm-rename",
+                class: "Pcmanfm",
+                ready: "files",
+                argv: vec!["pcmanfm".into(), "--no-desktop".into(), s(&p.files)],
+                env: gtk_env(dir)?,
+                place: Some((100, 100, 900, 600)),
+                settle_ms: 800,
+                // Select the whole name first: pcmanfm selects it without its extension.
+                text: format!(
+                    "right-click {RENAME_FROM}, click Rename, press ctrl+a, type \"{RENAME_TO}\", press enter, wait for {RENAME_TO}"
+                ),
                 refused: false,
                 paths: p,
             }

@@ -35,7 +35,7 @@ use crate::screen::picture::{self, PictureConfig};
 use confirm::{Confirm, Question};
 use packet::PastStep;
 use tool::{ActResult, ActStatus, ActionOutcome, ErrorKind, ObservationView, ToolCall, ToolResult};
-use verify::{overlay, repeatable, verify, Evidence, Verdict};
+use verify::{overlay, repeatable, typed_at, verify, Evidence, Verdict};
 
 /// The version of the tool contract recorded in every session.
 pub const PROMPT_VERSION: &str = "tools.v2+packet.v2";
@@ -46,6 +46,11 @@ const SETTLE_AT_MOST: Duration = Duration::from_millis(2500);
 /// A batch that changed the screen but was not confirmed is looked at once more after this
 /// pause (an app still drawing, a terminal still echoing) before it is called unconfirmed.
 const RECHECK_AFTER: Duration = Duration::from_millis(300);
+/// Text not seen even then is looked for a little longer, this many times this far apart: a
+/// blinking caret glued to the last letter ("a.txt|" in a GTK field) hides a short word from
+/// OCR while it is drawn, and a cycle is 1.2 s (GTK) or 1 s (Chromium).
+const BLINK_LOOKS: u32 = 4;
+const BLINK_EVERY: Duration = Duration::from_millis(250);
 /// A batch after which nothing changed is given this long to show an effect (a busy machine,
 /// a shell still running the command) before it is called "no change".
 const NO_CHANGE_WAIT: Duration = Duration::from_millis(1200);
@@ -152,6 +157,8 @@ pub struct Desk {
     windows: Option<Windows>,
     /// Every text this session typed (what "shows" does not count as the app's own).
     typed: Vec<String>,
+    /// Where that typing was read once typed (the same text there is still the typing).
+    typed_at: Vec<Rect>,
     /// The actions of the last batch, when it ran, was not confirmed and may not simply run
     /// again; cleared by a look (`observe`).
     unsure: Option<Vec<Action>>,
@@ -226,6 +233,7 @@ impl Desk {
             // opened" (see `judge`).
             windows: Windows::open().ok(),
             typed: Vec::new(),
+            typed_at: Vec::new(),
             unsure: None,
             latch,
             actuator,
@@ -279,6 +287,7 @@ impl Desk {
         self.task = task;
         self.decomposition = decomposition;
         self.typed.clear();
+        self.typed_at.clear();
         self.unsure = None;
         self.state = State::Observe;
         self.history.clear();
@@ -730,6 +739,7 @@ impl Desk {
         let t = Instant::now();
         let before = &p.obs.perception.targets;
         let expect = &p.batch.expect;
+        let earlier = self.typed_at.clone();
         let judge = |after: &Observation, changed: bool, typed: &[String]| {
             verify(
                 expect,
@@ -738,6 +748,7 @@ impl Desk {
                     after: &after.perception.targets,
                     changed,
                     typed,
+                    typed_at: &earlier,
                 },
             )
         };
@@ -767,6 +778,17 @@ impl Desk {
                 verdict = judge(&again, p.result.changed, &self.typed);
                 after = again;
             }
+            let texts = !expect.appears.is_empty() || !expect.shows.is_empty();
+            for _ in 0..BLINK_LOOKS {
+                if !(texts && matches!(verdict, Verdict::Unconfirmed(_))) {
+                    break;
+                }
+                std::thread::sleep(BLINK_EVERY);
+                let Ok(mut o) = self.look(false) else { break };
+                o.timing = None;
+                verdict = judge(&o, p.result.changed, &self.typed);
+                after = self.shown(o);
+            }
         }
         let typed = p
             .batch
@@ -774,6 +796,18 @@ impl Desk {
             .iter()
             .any(|a| matches!(a, Action::Type { .. }));
         let texts = !expect.appears.is_empty() || !expect.shows.is_empty();
+        // What this batch typed, and where it was read once typed: a later "shows" of the
+        // same words does not count them there (a file renamed in a dialog still open).
+        let now_typed: Vec<String> = p
+            .batch
+            .actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Type { text } => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut at = typed_at(&now_typed, before, &after.perception.targets);
         if all_ran && texts && matches!(verdict, Verdict::Unconfirmed(_)) {
             // Look where the text went: the lines whose pixels changed, read whole, before
             // and after (the targets can miss text glued to a caret or inside an input).
@@ -785,13 +819,16 @@ impl Desk {
                         after: &a,
                         changed: true,
                         typed: &self.typed,
+                        typed_at: &self.typed_at,
                     },
                 );
+                at.extend(typed_at(&now_typed, &b, &a));
                 if let Verdict::Verified(why) = v {
                     verdict = Verdict::Verified(format!("{why}, read where the screen changed"));
                 }
             }
         }
+        self.typed_at.extend(at);
         p.times.verify = ms_since(t);
         p.result.appeared = appeared(before, &after.perception.targets);
         // Only when both lists are known: a list that failed is no proof of a new window.

@@ -9,7 +9,7 @@
 use crate::action::{Action, Batch, Expect, Pos};
 use crate::geometry::Rect;
 use crate::perception::Target;
-use crate::screen::text::{label_matches, occurrences, runs, Run};
+use crate::screen::text::{label_matches, located, occurrences, runs, Run};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
@@ -58,6 +58,9 @@ pub struct Evidence<'a> {
     pub changed: bool,
     /// Every text the session has typed so far (this batch's too).
     pub typed: &'a [String],
+    /// Where the session's earlier typing was read right after it was typed ([`typed_at`]):
+    /// the same text there is still that typing, in its field, not the app's own.
+    pub typed_at: &'a [Rect],
 }
 
 /// Judge `expect` against the screen after the act.
@@ -112,7 +115,11 @@ pub fn verify(expect: &Expect, ev: &Evidence) -> Verdict {
         });
     }
     for s in &expect.shows {
-        let hits = occurrences(s, &after, ev.typed);
+        let hits: Vec<String> = located(s, &after, ev.typed)
+            .into_iter()
+            .filter(|(_, at)| !ev.typed_at.iter().any(|t| t.intersects(at)))
+            .map(|(read, _)| read)
+            .collect();
         if !hits.is_empty() {
             ok.push(format!("{s:?} is on screen{}", place(&hits, s)));
             continue;
@@ -143,6 +150,22 @@ pub fn verify(expect: &Expect, ev: &Evidence) -> Verdict {
         ok.push("the screen changed".into());
     }
     Verdict::Verified(ok.join(", "))
+}
+
+/// Where `texts`, just typed, were read: the boxes of the lines holding them after the batch
+/// that hold none before (the field typed into, not the same words elsewhere).
+pub fn typed_at(texts: &[String], before: &[Target], after: &[Target]) -> Vec<Rect> {
+    let (before, after) = (runs(before), runs(after));
+    texts
+        .iter()
+        .flat_map(|t| {
+            let old: Vec<Rect> = located(t, &before, &[]).into_iter().map(|h| h.1).collect();
+            located(t, &after, &[])
+                .into_iter()
+                .map(|h| h.1)
+                .filter(move |r| !old.iter().any(|o| o.intersects(r)))
+        })
+        .collect()
 }
 
 /// ` (in "…")`: the line it was read in, when that says more than the text itself.
@@ -322,6 +345,7 @@ mod tests {
                 after,
                 changed,
                 typed: &[],
+                typed_at: &[],
             },
         )
     }
@@ -402,6 +426,7 @@ mod tests {
                 after: &ran,
                 changed: false,
                 typed: &typed,
+                typed_at: &[],
             },
         );
         assert_eq!(v.name(), "failed");
@@ -416,9 +441,96 @@ mod tests {
                 after: &output,
                 changed: false,
                 typed: &typed,
+                typed_at: &[],
             },
         );
         assert_eq!(v.name(), "verified", "{v:?}");
+    }
+
+    #[test]
+    fn a_file_renamed_to_what_was_typed_shows_under_its_new_name() {
+        // pcmanfm after "Rename…", "plan.ods", Enter: the icon's label is exactly the text
+        // typed, read on one line with its neighbour's. Matched a letter short ("plan.od"),
+        // the typed text once looked longer than itself, and hid the label it named.
+        let at = |id, text: &str, x| Target {
+            id,
+            text: text.into(),
+            rect: Rect::new(x, 431, 70, 14),
+            conf: 0.9,
+            new: false,
+        };
+        let after = vec![at(1, "plan.ods", 819), at(2, "todo.txt.txt", 904)];
+        let e = Expect {
+            shows: vec!["plan.ods".into()],
+            ..Default::default()
+        };
+        for typed in [vec!["plan.ods".to_string()], vec!["plans.ods".to_string()]] {
+            let v = verify(
+                &e,
+                &Evidence {
+                    before: &after,
+                    after: &after,
+                    changed: false,
+                    typed: &typed,
+                    typed_at: &[],
+                },
+            );
+            assert_eq!(v.name(), "verified", "{typed:?}: {v:?}");
+        }
+        // Where it was typed, it is the typing: the rename dialog still open is no renamed file.
+        let field = |text: &str| Target {
+            id: 9,
+            text: text.into(),
+            rect: Rect::new(700, 520, 240, 20),
+            conf: 0.9,
+            new: false,
+        };
+        let dialog = [vec![field("budget.ods")], after.clone()].concat();
+        let typing = [vec![field("plan.ods")], after.clone()].concat();
+        let typed = vec!["plan.ods".to_string()];
+        let there = typed_at(&typed, &dialog, &typing);
+        assert_eq!(there, [Rect::new(700, 520, 240, 20)]);
+        let open = [vec![field("plan.ods")], vec![at(2, "todo.txt.txt", 904)]].concat();
+        let v = verify(
+            &e,
+            &Evidence {
+                before: &open,
+                after: &open,
+                changed: false,
+                typed: &typed,
+                typed_at: &there,
+            },
+        );
+        assert_eq!(v.name(), "failed", "{v:?}");
+        assert!(
+            v.detail().unwrap().contains("only inside text typed"),
+            "{v:?}"
+        );
+        let v = verify(
+            &e,
+            &Evidence {
+                before: &after,
+                after: &after,
+                changed: false,
+                typed: &typed,
+                typed_at: &there,
+            },
+        );
+        assert_eq!(v.name(), "verified", "{v:?}");
+        // Typed as part of something longer, it is still that longer text's.
+        let typed = vec!["mv budget.ods plan.ods".to_string()];
+        let line = vec![at(1, "$ mv budget.ods plan.ods", 0)];
+        let v = verify(
+            &e,
+            &Evidence {
+                before: &line,
+                after: &line,
+                changed: false,
+                typed: &typed,
+                typed_at: &[],
+            },
+        );
+        assert_eq!(v.name(), "failed", "{v:?}");
     }
 
     #[test]

@@ -215,6 +215,15 @@ impl Canon {
 /// `besides` do not count (text the session typed itself, which contains what it now waits
 /// for): the longer text's letters before and after it must be there around it.
 pub fn occurrences(text: &str, runs: &[Run], besides: &[String]) -> Vec<String> {
+    located(text, runs, besides)
+        .into_iter()
+        .map(|(read, _)| read)
+        .collect()
+}
+
+/// [`occurrences`] with where each was read: its run's box (with the lines of a wrapped label
+/// it crosses).
+pub fn located(text: &str, runs: &[Run], besides: &[String]) -> Vec<(String, Rect)> {
     let want = Canon::of(text);
     // What each of `besides` has before and after the wanted text.
     let besides: Vec<(Vec<char>, Vec<char>)> = besides
@@ -224,7 +233,9 @@ pub fn occurrences(text: &str, runs: &[Run], besides: &[String]) -> Vec<String> 
             let (s, e) = *want.find_in(&b).first()?;
             Some((b.chars[..s].to_vec(), b.chars[e..].to_vec()))
         })
-        .filter(|(before, after)| !before.is_empty() || !after.is_empty())
+        // Longer by more than a slip: the typed text itself, matched a letter short by the
+        // slips it is allowed ("plan.od" in "plan.ods"), is not a longer text around it.
+        .filter(|(before, after)| before.len() + after.len() > want.slips())
         .collect();
     let mut out = Vec::new();
     let continued: Vec<bool> = (0..runs.len())
@@ -236,10 +247,12 @@ pub fn occurrences(text: &str, runs: &[Run], besides: &[String]) -> Vec<String> 
         // A wrapped label read across its lines: only what crosses a line end is new here.
         let mut ends = Vec::new();
         let mut read = r.text.clone();
+        let mut area = r.rect;
         let mut next = r.wraps_to;
         while let (Some(j), false, true) = (next, continued[i], ends.len() < 2) {
             ends.push(hay.chars.len());
             read = format!("{read} / {}", runs[j].text);
+            area = area.union(&runs[j].rect);
             let more = Canon::of(&runs[j].text);
             hay.chars.extend(more.chars);
             hay.digits.extend(more.digits);
@@ -270,9 +283,9 @@ pub fn occurrences(text: &str, runs: &[Run], besides: &[String]) -> Vec<String> 
         out.extend(hits.iter().map(|&(s, e)| {
             // Where it was read: its line, or the lines of the wrapped label it crosses.
             if ends.iter().any(|&b| s < b && e > b) {
-                read.clone()
+                (read.clone(), area)
             } else {
-                r.text.clone()
+                (r.text.clone(), r.rect)
             }
         }));
     }

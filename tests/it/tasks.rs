@@ -1,4 +1,4 @@
-//! The task suite on real applications (xterm, mousepad, a Chromium form, pcmanfm, a refused `rm -rf`), run by the real `voxdesk run --provider local --mode auto`, each judged by its effect seen from outside voxdesk (the file written, bash's history, the window title), never by voxdesk's word alone; nothing may be typed twice.
+//! The task suite on real applications (xterm, mousepad, a Chromium form, pcmanfm opening a folder and renaming a file, a refused `rm -rf`), run by the real `voxdesk run --provider local --mode auto`, each judged by its effect seen from outside voxdesk (the file written, bash's history, the window title), never by voxdesk's word alone; nothing may be typed twice.
 //!
 //! The tasks themselves (files, app, words) come from `src/cli/task_suite.rs`, which
 //! `voxdesk bench tasks` runs too; the judging here is this file's own.
@@ -356,6 +356,40 @@ fn pcmanfm_opens_a_folder() {
         vec!["Downloads".to_string()],
         "pcmanfm is not in Downloads\n{story}"
     );
+    assert_eq!(
+        r.code(),
+        Some(0),
+        "the effect is there but voxdesk says otherwise\n{story}"
+    );
+}
+
+#[test]
+fn pcmanfm_renames_a_file_and_sees_it_under_its_new_name() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let dir = workdir();
+    let data = records("pcmanfm-rename");
+    let t = task_suite::prepare("pcmanfm-rename", dir.path()).unwrap();
+    let (_app, _) = start(d, &t);
+    let r = run(d, &t, &data);
+    let story = r.story();
+    let mut names: Vec<String> = std::fs::read_dir(&t.paths.files)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec![task_suite::RENAME_TO.to_string()],
+        "the file was not renamed as asked\n{story}"
+    );
+    assert_eq!(
+        std::fs::read(t.paths.files.join(task_suite::RENAME_TO)).unwrap(),
+        b"1\n",
+        "{story}"
+    );
+    // Its typing is confirmed though a caret touches its last letter, and the wait is met by
+    // the file's label, not by the name still typed in a dialog.
     assert_eq!(
         r.code(),
         Some(0),
