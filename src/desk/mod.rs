@@ -159,6 +159,8 @@ pub struct Desk {
     typed: Vec<String>,
     /// Where that typing was read once typed (the same text there is still the typing).
     typed_at: Vec<Rect>,
+    /// Where the keyboard went after the last batch that ran whole, for the password rail.
+    focus: Option<rails::Focus>,
     /// The actions of the last batch, when it ran, was not confirmed and may not simply run
     /// again; cleared by a look (`observe`).
     unsure: Option<Vec<Action>>,
@@ -234,6 +236,7 @@ impl Desk {
             windows: Windows::open().ok(),
             typed: Vec::new(),
             typed_at: Vec::new(),
+            focus: None,
             unsure: None,
             latch,
             actuator,
@@ -288,6 +291,7 @@ impl Desk {
         self.decomposition = decomposition;
         self.typed.clear();
         self.typed_at.clear();
+        self.focus = None;
         self.unsure = None;
         self.state = State::Observe;
         self.history.clear();
@@ -590,6 +594,10 @@ impl Desk {
             targets: &p.obs.perception.targets,
             mapping: p.obs.mapping,
             app: p.obs.app.as_deref(),
+            focus: self
+                .focus
+                .as_ref()
+                .filter(|f| f.carried(&p.obs.perception.targets)),
         };
         let rails = &self.settings.rails;
         // The same batch again, right after it ran and could not be confirmed, with no look in
@@ -622,8 +630,14 @@ impl Desk {
         };
         p.clicks = click_points(&checked, &p.obs.mapping);
         p.result.actions = outcomes(&p.batch, Some(&checked), "not-run");
+        let focus = checked.focus.clone();
         let why = match self.approve(checked.clone(), &p.plan) {
-            Ok(a) => return Some(a),
+            Ok(a) => {
+                // Where the keyboard will be once it all ran (`run_and_verify` forgets it
+                // when something did not).
+                self.focus = focus;
+                return Some(a);
+            }
             Err(why) => why,
         };
         let shot = self.screenshot(&p.obs, &format!("step-{:03}.png", p.index));
@@ -677,6 +691,9 @@ impl Desk {
             };
         }
         p.times.act = ms_since(t_act);
+        if p.result.actions.iter().any(|a| a.outcome != "done") {
+            self.focus = None;
+        }
         for (a, o) in p.batch.actions.iter().zip(&p.result.actions) {
             if let (Action::Type { text }, "done" | "stopped" | "failed") = (a, o.outcome) {
                 self.typed.push(text.clone());
@@ -1049,7 +1066,9 @@ impl Host for Desk {
             targets: &obs.perception.targets,
             mapping: obs.mapping,
             app: obs.app.as_deref(),
+            focus: None,
         };
+        self.focus = None;
         let rails = &self.settings.rails;
         let ran = match rails::check(&batch, &screen, rails, &self.settings.stop.combo)
             .map(|c| rails::approve(c, rails.mode, rails, false))

@@ -115,6 +115,12 @@ pub fn password_field(focus: Option<&Target>, targets: &[Target]) -> Option<Stri
     }
 }
 
+/// A password field's label: a password word in a short text ("Password", "New password:",
+/// "PIN"), not a sentence that mentions one.
+pub fn password_label(text: &str) -> bool {
+    text.split_whitespace().count() <= 3 && phrase(text, PASSWORD_WORDS).is_some()
+}
+
 /// The words a prompt asks with: what comes before its colon, or, when the text ends with a mark
 /// OCR makes of a colon before a cursor ("Password?", "Password;"), its last word.
 fn prompt_head(text: &str) -> Option<&str> {

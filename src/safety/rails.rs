@@ -7,10 +7,10 @@
 use std::fmt;
 
 use super::phrases::{
-    destructive_combo, destructive_text, password_field, phrase, DESTRUCTIVE_DIALOG, PURCHASE,
-    SHELL_META,
+    destructive_combo, destructive_text, password_field, password_label, phrase,
+    DESTRUCTIVE_DIALOG, PURCHASE, SHELL_META,
 };
-use crate::action::{Action, Batch, Combo, Direction, Pos};
+use crate::action::{Action, Batch, Combo, Direction, Modifier, Pos};
 use crate::config::{Mode, Rails, MAX_ACTIONS_CEILING};
 use crate::geometry::{CapturePoint, ImagePoint, LogicalPoint, Mapping, Rect};
 use crate::perception::Target;
@@ -31,6 +31,65 @@ pub struct Screen<'a> {
     pub mapping: Mapping,
     /// WM_CLASS of the focused window, if known.
     pub app: Option<&'a str>,
+    /// The field an earlier batch gave the keyboard to, while its surroundings are still on
+    /// screen ([`Focus::carried`]); `None` when not known.
+    pub focus: Option<&'a Focus>,
+}
+
+/// Where the keyboard went: the target last clicked (or a point, as an empty target there),
+/// with the targets around it then, to tell whether it is still the same screen later.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Focus {
+    pub field: Target,
+    pub around: Vec<Target>,
+}
+
+/// How far around a clicked field its surroundings are taken (capture pixels).
+const AROUND_PX: i32 = 120;
+
+impl Focus {
+    fn at(field: Target, targets: &[Target]) -> Focus {
+        let r = field.rect;
+        let near = Rect::new(
+            r.x - AROUND_PX,
+            r.y - AROUND_PX,
+            r.w + 2 * AROUND_PX,
+            r.h + 2 * AROUND_PX,
+        );
+        let around = targets
+            .iter()
+            .filter(|t| t.id != field.id && t.rect.intersects(&near))
+            .cloned()
+            .collect();
+        Focus { field, around }
+    }
+
+    /// Still the keyboard's on `targets`: at least half of what surrounded the field is still
+    /// where it was (or, with nothing around it, the field itself). A page that changed under
+    /// it (a "Next" that brought up a password page with its own focus) drops it.
+    pub fn carried(&self, targets: &[Target]) -> bool {
+        let here = |a: &Target| {
+            targets.iter().any(|t| {
+                t.text == a.text
+                    && (t.rect.x - a.rect.x).abs() <= 8
+                    && (t.rect.y - a.rect.y).abs() <= 8
+            })
+        };
+        if self.around.is_empty() {
+            return here(&self.field);
+        }
+        self.around.iter().filter(|a| here(a)).count() * 2 >= self.around.len()
+    }
+}
+
+/// Keys after which the keyboard may be anywhere: the next field, a dialog's default, the
+/// address bar.
+fn moves_focus(combo: &Combo) -> bool {
+    let plain = combo.modifiers.iter().all(|m| *m == Modifier::Shift);
+    matches!(
+        combo.key.as_str(),
+        "tab" | "iso_left_tab" | "enter" | "kp_enter" | "escape" | "f6"
+    ) || (!plain && matches!(combo.key.as_str(), "l" | "d" | "k" | "tab"))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +205,8 @@ pub struct Checked {
     pub steps: Vec<Step>,
     /// (1-based action, why it is destructive).
     pub destructive: Vec<(usize, String)>,
+    /// Where the keyboard is once every step has run, when known.
+    pub focus: Option<Focus>,
 }
 
 /// The only thing the actuator accepts. Its fields are private and it is built only by
@@ -228,7 +289,7 @@ pub fn check(
         rails,
         stop_combo,
         is_terminal: screen.app.is_some_and(|app| rails.is_terminal(app)),
-        focus: None,
+        focus: screen.focus.cloned(),
         destructive: Vec::new(),
     };
     let steps = batch
@@ -240,6 +301,7 @@ pub fn check(
     Ok(Checked {
         steps,
         destructive: ctx.destructive,
+        focus: ctx.focus,
     })
 }
 
@@ -249,8 +311,9 @@ struct Ctx<'a> {
     rails: &'a Rails,
     stop_combo: &'a Combo,
     is_terminal: bool,
-    /// The field the keyboard goes to: the last clicked target in this batch.
-    focus: Option<&'a Target>,
+    /// The field the keyboard goes to: the last clicked target (in this batch, or carried
+    /// from an earlier one), `None` when not known.
+    focus: Option<Focus>,
     destructive: Vec<(usize, String)>,
 }
 
@@ -312,6 +375,15 @@ impl<'a> Ctx<'a> {
 
     /// A position's final logical point (and its target), checked against the forbidden regions.
     fn resolve(&self, n: usize, p: &Pos) -> Result<(LogicalPoint, Option<&'a Target>), Refusal> {
+        self.resolve_at(n, p).map(|(lp, t, _)| (lp, t))
+    }
+
+    /// [`Ctx::resolve`] with the point in capture pixels too.
+    fn resolve_at(
+        &self,
+        n: usize,
+        p: &Pos,
+    ) -> Result<(LogicalPoint, Option<&'a Target>, CapturePoint), Refusal> {
         let screen = self.screen;
         let (cp, t) = match p {
             Pos::Target(id) => {
@@ -354,11 +426,11 @@ impl<'a> Ctx<'a> {
                 ),
             ));
         }
-        Ok((lp, t))
+        Ok((lp, t, cp))
     }
 
     fn click(&mut self, n: usize, at: &Pos, button: Button, count: u8) -> Result<Step, Refusal> {
-        let (lp, t) = self.resolve(n, at)?;
+        let (lp, t, cp) = self.resolve_at(n, at)?;
         if let Some(t) = t {
             if let Some(p) = phrase(&t.text, PURCHASE) {
                 return Err(refuse(
@@ -380,8 +452,17 @@ impl<'a> Ctx<'a> {
                     ),
                 ));
             }
-            self.focus = Some(t);
         }
+        // A point clicked is a field there, unnamed: the labels beside and above it say what
+        // it is.
+        let field = t.cloned().unwrap_or_else(|| Target {
+            id: u32::MAX,
+            text: String::new(),
+            rect: Rect::new(cp.x as i32 - 2, cp.y as i32 - 2, 4, 4),
+            conf: 0.0,
+            new: false,
+        });
+        self.focus = Some(Focus::at(field, self.screen.targets));
         Ok(Step::Click {
             at: lp,
             button,
@@ -398,8 +479,17 @@ impl<'a> Ctx<'a> {
                 format!("`text` must be at most {MAX_TYPE_CHARS} characters, got {chars}"),
             ));
         }
-        if let Some(why) = password_field(self.focus, self.screen.targets) {
+        let field = self.focus.as_ref().map(|f| &f.field);
+        if let Some(why) = password_field(field, self.screen.targets) {
             return Err(refuse("password-field", Some(n), why));
+        }
+        // Nobody knows where the keyboard is (no field clicked, or a key moved it) and a
+        // password field is on screen: it may be the one that has it. A terminal's keyboard is
+        // its prompt, checked above.
+        if field.is_none() && !self.is_terminal {
+            if let Some(t) = self.screen.targets.iter().find(|t| password_label(&t.text)) {
+                return Err(refuse("password-field", Some(n), format!("a password field is on screen ({:?}, target {}) and voxdesk cannot tell which field has the keyboard: click the field to type into first", t.text, t.id)));
+            }
         }
         if self.is_terminal {
             if let Some(c) = text.chars().find(|c| SHELL_META.contains(*c)) {
@@ -415,6 +505,9 @@ impl<'a> Ctx<'a> {
     }
 
     fn key(&mut self, n: usize, combo: &Combo) -> Result<Step, Refusal> {
+        if moves_focus(combo) {
+            self.focus = None;
+        }
         if covers(combo, self.stop_combo) {
             return Err(refuse(
                 "stop-combo",
@@ -540,6 +633,7 @@ mod tests {
             targets: &ts,
             mapping: Mapping::new((1280, 720), (1920, 1080), (0, 0), (1920, 1080)).unwrap(),
             app: Some(app),
+            focus: None,
         };
         check(
             &parse_batch(json).unwrap(),
@@ -585,6 +679,79 @@ mod tests {
     }
 
     #[test]
+    fn the_keyboard_is_followed_across_batches_into_a_password_field() {
+        // A sign-in form: each label above its empty field.
+        let form = vec![
+            t(1, "Username", 100, 200),
+            t(2, "Password", 100, 260),
+            t(3, "Log in", 100, 330),
+        ];
+        let page = Mapping::new((1920, 1080), (1920, 1080), (0, 0), (1920, 1080)).unwrap();
+        let stop = crate::action::parse_combo("ctrl+alt+escape").unwrap();
+        let check_on = |ts: &[Target], focus: Option<&Focus>, app: &str, json: &str| {
+            let screen = Screen {
+                observation_id: "o",
+                latest_id: "o",
+                targets: ts,
+                mapping: page,
+                app: Some(app),
+                focus,
+            };
+            check(&parse_batch(json).unwrap(), &screen, &rails(), &stop)
+        };
+        let typing = r#"{"actions":[{"action":"type","text":"hunter2"}]}"#;
+        let rule = |r: Result<Checked, Refusal>| r.err().map(|e| e.rule);
+        // The field clicked in one batch is where the next batch types.
+        for (clicked, want) in [(1, None), (2, Some("password-field"))] {
+            let click = format!(r#"{{"actions":[{{"action":"click","target":{clicked}}}]}}"#);
+            let focus = check_on(&form, None, "gedit", &click)
+                .unwrap()
+                .focus
+                .unwrap();
+            assert!(focus.carried(&form));
+            assert_eq!(rule(check_on(&form, Some(&focus), "gedit", typing)), want);
+        }
+        // A point clicked just under a label is that label's field.
+        for (y, want) in [(225, None), (285, Some("password-field"))] {
+            let json = format!(
+                r#"{{"actions":[{{"action":"click","x":130,"y":{y}}},{{"action":"type","text":"ada"}}]}}"#
+            );
+            assert_eq!(rule(check_on(&form, None, "gedit", &json)), want, "y {y}");
+        }
+        // Tab moves the keyboard somewhere unknown; with a password field on screen, no typing.
+        let tab = r#"{"actions":[{"action":"click","target":1},{"action":"type","text":"ada"},{"action":"key","combo":"tab"},{"action":"type","text":"hunter2"}]}"#;
+        let r = check_on(&form, None, "gedit", tab).unwrap_err();
+        assert_eq!(r.rule, "password-field");
+        assert!(r.message.contains("click the field"), "{r}");
+        assert_eq!(
+            rule(check_on(&form, None, "gedit", typing)),
+            Some("password-field")
+        );
+        // Nothing clicked and no password field: typing goes where it goes. Nor does a file
+        // name in a terminal make one (its keyboard is its prompt).
+        let other = vec![t(1, "Name", 100, 200), t(2, "City", 100, 260)];
+        assert_eq!(rule(check_on(&other, None, "gedit", typing)), None);
+        let listing = vec![t(1, "secret.txt", 10, 10), t(2, "$", 10, 30)];
+        assert_eq!(rule(check_on(&listing, None, "XTerm", typing)), None);
+        // The page changed under the field clicked ("Next" brought up another page): the
+        // keyboard is no longer known to be there.
+        let next = check_on(
+            &form,
+            None,
+            "gedit",
+            r#"{"actions":[{"action":"click","target":3}]}"#,
+        )
+        .unwrap()
+        .focus
+        .unwrap();
+        let second = vec![
+            t(7, "Enter your password", 100, 150),
+            t(8, "Next", 300, 400),
+        ];
+        assert!(!next.carried(&second));
+    }
+
+    #[test]
     fn terminals_refuse_metacharacters_and_destructive_needs_a_yes() {
         let ts = vec![t(1, "ada@host:~$", 10, 10)];
         let screen = Screen {
@@ -593,6 +760,7 @@ mod tests {
             targets: &ts,
             mapping: Mapping::new((1920, 1080), (1920, 1080), (0, 0), (1920, 1080)).unwrap(),
             app: Some("XTerm"),
+            focus: None,
         };
         let stop = crate::action::parse_combo("ctrl+alt+escape").unwrap();
         for text in [
@@ -651,6 +819,7 @@ mod tests {
             targets: &ts,
             mapping,
             app: Some("gedit"),
+            focus: None,
         };
         assert_eq!(
             check(&b, &stale, &rails(), &stop).unwrap_err().rule,
@@ -662,6 +831,7 @@ mod tests {
             targets: &ts,
             mapping,
             app: Some("gedit"),
+            focus: None,
         };
         let mut none = rails();
         none.allow_apps.clear();
@@ -709,6 +879,7 @@ mod tests {
             targets: &ts,
             mapping,
             app: Some("gedit"),
+            focus: None,
         };
         let stop = crate::action::parse_combo("ctrl+alt+escape").unwrap();
         let r = check(
@@ -725,6 +896,7 @@ mod tests {
             targets: &ts,
             mapping,
             app: Some("Firefox"),
+            focus: None,
         };
         assert_eq!(
             check(
