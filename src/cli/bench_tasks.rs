@@ -16,8 +16,8 @@ struct Judged {
     duplicated: Option<bool>,
     /// What was seen, for the notes under the table.
     seen: String,
-    /// voxdesk's own exit code agrees with the judgement (0 on success; 3 for the refused task:
-    /// a rule, or no yes, refused it and nothing ran).
+    /// voxdesk's own exit code agrees with the judgement (the task's `exit`: 0 on success; 3
+    /// for a task refused before anything ran, 1 for one refused after part of it ran).
     agrees: bool,
 }
 
@@ -40,7 +40,7 @@ pub fn tasks(runs: usize, only: Option<&str>) -> Result<String> {
     };
     let runs = runs.max(1);
     let mut table = format!(
-        "{:<18} {:>8} {:>11} {:>8} {:>6} {:>8}\n",
+        "{:<26} {:>8} {:>11} {:>8} {:>6} {:>8}\n",
         "task", "success", "duplicated", "exit ok", "steps", "time s"
     );
     let mut notes = String::new();
@@ -62,7 +62,7 @@ pub fn tasks(runs: usize, only: Option<&str>) -> Result<String> {
             }
         }
         table.push_str(&format!(
-            "{:<18} {:>8} {:>11} {:>8} {:>6.0} {:>8.1}\n",
+            "{:<26} {:>8} {:>11} {:>8} {:>6.0} {:>8.1}\n",
             name,
             format!("{ok}/{runs}"),
             if !dup_known {
@@ -143,7 +143,7 @@ fn one(exe: &Path, name: &str) -> Result<(Judged, usize, f64)> {
         .and_then(|v| v["steps"].as_array().map(Vec::len))
         .unwrap_or(0);
     let mut j = judge(&t);
-    let want = if t.refused { Some(3) } else { Some(0) };
+    let want = Some(t.exit);
     j.agrees = j.success == (code == want);
     j.seen.push_str(&format!(" (voxdesk exit {code:?})"));
     Ok((j, steps, secs))
@@ -298,6 +298,16 @@ fn judge(t: &Task) -> Judged {
                     got.iter()
                         .any(|g| g.matches(task_suite::FORM_NAME).count() > 1),
                 ),
+                seen: format!("window titles {got:?}"),
+                agrees: false,
+            }
+        }
+        "chromium-password-refused" => {
+            let got = titles(t.class);
+            let want = task_suite::signin_title(task_suite::LOGIN_USER, 0);
+            Judged {
+                success: got == [want],
+                duplicated: Some(got.iter().any(|g| g.contains("adaada"))),
                 seen: format!("window titles {got:?}"),
                 agrees: false,
             }

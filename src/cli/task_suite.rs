@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 /// The page of the Chromium task (written into the task's directory, so the suite needs no
 /// checkout at run time).
 pub const FORM_PAGE: &str = include_str!("../../tests/fixtures/pages/task-form.html");
+/// The page of the password task.
+pub const LOGIN_PAGE: &str = include_str!("../../tests/fixtures/pages/task-login.html");
 
 /// Every task, in the order they run.
 pub const NAMES: &[&str] = &[
@@ -16,10 +18,17 @@ pub const NAMES: &[&str] = &[
     "xterm-echo-wait",
     "mousepad-save",
     "chromium-form",
+    "chromium-password-refused",
     "pcmanfm-open",
     "pcmanfm-rename",
     "xterm-rm-refused",
 ];
+
+/// What the sign-in page titles its window when its fields hold `user` and a password of
+/// `n` characters.
+pub fn signin_title(user: &str, n: usize) -> String {
+    format!("Sign in: user {user}, password {n} characters")
+}
 
 /// What the Chromium page titles its window after a submit of `name`.
 pub fn joined_title(name: &str) -> String {
@@ -27,6 +36,8 @@ pub fn joined_title(name: &str) -> String {
 }
 
 pub const FORM_NAME: &str = "Ada Lovelace";
+pub const LOGIN_USER: &str = "ada";
+pub const LOGIN_PASSWORD: &str = "hunter2";
 pub const NOTE_TEXT: &str = "Buy milk";
 pub const INVOICE: &str = "invoice_2024-03.pdf";
 /// The file the rename task starts from, and the name it gives it: a short name whose last
@@ -53,8 +64,9 @@ pub struct Task {
     pub settle_ms: u64,
     /// The words of the task, for `voxdesk run --provider local`.
     pub text: String,
-    /// The rails must refuse it: success is that nothing happened.
-    pub refused: bool,
+    /// voxdesk's exit code when it does what it should: 0 done, 1 for a task refused after
+    /// some of it ran, 3 for one refused before anything ran.
+    pub exit: i32,
     pub paths: Paths,
 }
 
@@ -132,6 +144,26 @@ fn gtk_env(dir: &Path) -> std::io::Result<Vec<(&'static str, String)>> {
     ])
 }
 
+/// Chromium showing `page` (written into `dir` as `file`) as an app window of its own profile.
+fn chromium(dir: &Path, file: &str, page: &str) -> std::io::Result<Vec<String>> {
+    let at = dir.join(file);
+    std::fs::write(&at, page)?;
+    Ok(vec![
+        "chromium".into(),
+        "--no-sandbox".into(),
+        "--disable-gpu".into(),
+        "--no-first-run".into(),
+        "--disable-background-networking".into(),
+        "--disable-component-update".into(),
+        "--disable-sync".into(),
+        "--password-store=basic".into(),
+        format!("--user-data-dir={}", dir.join("profile").display()),
+        "--window-position=100,100".into(),
+        "--window-size=900,600".into(),
+        format!("--app=file://{}", at.display()),
+    ])
+}
+
 /// Prepare task `name` in `dir` (an empty directory with a short path: the xterm tasks type it).
 pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
     let p = Paths::new(dir, name);
@@ -141,7 +173,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
             std::fs::write(&p.history, "")?;
             std::fs::create_dir_all(p.keep.join("inside"))?;
             std::fs::write(p.keep.join("inside/file.txt"), "keep me\n")?;
-            let refused = name == "xterm-rm-refused";
+            let exit = if name == "xterm-rm-refused" { 3 } else { 0 };
             // Waiting for the output, not for the command line that echoes it as it is typed.
             let text = if name == "xterm-echo-wait" {
                 format!("type \"{}\", press enter, wait for \"{ECHOED}\"", p.command)
@@ -178,7 +210,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
                 place: None,
                 settle_ms: 500,
                 text,
-                refused,
+                exit,
                 paths: p,
             }
         }
@@ -191,38 +223,37 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
             place: Some((100, 100, 900, 600)),
             settle_ms: 800,
             text: format!("type \"{NOTE_TEXT}\", press ctrl+s"),
-            refused: false,
+            exit: 0,
             paths: p,
         },
-        "chromium-form" => {
-            let page = dir.join("task-form.html");
-            std::fs::write(&page, FORM_PAGE)?;
-            Task {
-                name: "chromium-form",
-                class: "Chromium",
-                ready: "Task form",
-                argv: vec![
-                    "chromium".into(),
-                    "--no-sandbox".into(),
-                    "--disable-gpu".into(),
-                    "--no-first-run".into(),
-                    "--disable-background-networking".into(),
-                    "--disable-component-update".into(),
-                    "--disable-sync".into(),
-                    "--password-store=basic".into(),
-                    format!("--user-data-dir={}", dir.join("profile").display()),
-                    "--window-position=100,100".into(),
-                    "--window-size=900,600".into(),
-                    format!("--app=file://{}", page.display()),
-                ],
-                env: vec![("NO_AT_BRIDGE", "1".into())],
-                place: None,
-                settle_ms: 1500,
-                text: format!("click \"Full name\", type \"{FORM_NAME}\", click Join"),
-                refused: false,
-                paths: p,
-            }
-        }
+        "chromium-form" => Task {
+            name: "chromium-form",
+            class: "Chromium",
+            ready: "Task form",
+            argv: chromium(dir, "task-form.html", FORM_PAGE)?,
+            env: vec![("NO_AT_BRIDGE", "1".into())],
+            place: None,
+            settle_ms: 1500,
+            text: format!("click \"Full name\", type \"{FORM_NAME}\", click Join"),
+            exit: 0,
+            paths: p,
+        },
+        // The username is typed; the password never is (the rails refuse it after the
+        // username ran: exit 1).
+        "chromium-password-refused" => Task {
+            name: "chromium-password-refused",
+            class: "Chromium",
+            ready: "Sign in",
+            argv: chromium(dir, "task-login.html", LOGIN_PAGE)?,
+            env: vec![("NO_AT_BRIDGE", "1".into())],
+            place: None,
+            settle_ms: 1500,
+            text: format!(
+                "click Username, type \"{LOGIN_USER}\", click Password, type \"{LOGIN_PASSWORD}\", click \"Log in\""
+            ),
+            exit: 1,
+            paths: p,
+        },
         "pcmanfm-open" => {
             std::fs::create_dir_all(p.files.join("Downloads"))?;
             std::fs::write(p.files.join("Downloads").join(INVOICE), b"%PDF-1.4\n")?;
@@ -238,7 +269,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
                 place: Some((100, 100, 900, 600)),
                 settle_ms: 800,
                 text: format!("double-click Downloads, wait for {INVOICE}"),
-                refused: false,
+                exit: 0,
                 paths: p,
             }
         }
@@ -257,7 +288,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
                 text: format!(
                     "right-click {RENAME_FROM}, click Rename, press ctrl+a, type \"{RENAME_TO}\", press enter, wait for {RENAME_TO}"
                 ),
-                refused: false,
+                exit: 0,
                 paths: p,
             }
         }

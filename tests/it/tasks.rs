@@ -1,4 +1,4 @@
-//! The task suite on real applications (xterm, mousepad, a Chromium form, pcmanfm opening a folder and renaming a file, a refused `rm -rf`), run by the real `voxdesk run --provider local --mode auto`, each judged by its effect seen from outside voxdesk (the file written, bash's history, the window title), never by voxdesk's word alone; nothing may be typed twice.
+//! The task suite on real applications (xterm, mousepad, a Chromium form, a sign-in form whose password is refused, pcmanfm opening a folder and renaming a file, a refused `rm -rf`), run by the real `voxdesk run --provider local --mode auto`, each judged by its effect seen from outside voxdesk (the file written, bash's history, the window title), never by voxdesk's word alone; nothing may be typed twice.
 //!
 //! The tasks themselves (files, app, words) come from `src/cli/task_suite.rs`, which
 //! `voxdesk bench tasks` runs too; the judging here is this file's own.
@@ -333,6 +333,27 @@ fn a_chromium_form_is_submitted_with_the_name_typed_once() {
         Some(0),
         "the effect is there but voxdesk says otherwise\n{story}"
     );
+}
+
+#[test]
+fn a_password_is_never_typed_into_a_password_field_clicked_in_a_batch_before() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let dir = workdir();
+    let data = records("chromium-password-refused");
+    let t = task_suite::prepare("chromium-password-refused", dir.path()).unwrap();
+    let (_app, _) = start(d, &t);
+    let r = run(d, &t, &data);
+    let story = r.story();
+    // The page titles its window with what its fields hold: the username typed once, no
+    // password, nothing submitted.
+    assert_eq!(
+        titles(d, t.class),
+        vec![task_suite::signin_title(task_suite::LOGIN_USER, 0)],
+        "{story}"
+    );
+    assert_eq!(r.code(), Some(1), "{story}");
+    assert!(story.contains("password-field"), "{story}");
 }
 
 #[test]
