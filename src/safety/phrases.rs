@@ -115,10 +115,19 @@ pub fn password_field(focus: Option<&Target>, targets: &[Target]) -> Option<Stri
     }
 }
 
-/// A password field's label: a password word in a short text ("Password", "New password:",
-/// "PIN"), not a sentence that mentions one.
+/// A password field's label: a short text ending with a password word ("Password", "New
+/// password:", "PIN", "Enter your passcode"), not one that only mentions it ("Pin to taskbar",
+/// "Password manager settings").
 pub fn password_label(text: &str) -> bool {
-    text.split_whitespace().count() <= 3 && phrase(text, PASSWORD_WORDS).is_some()
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    (1..=3).contains(&words.len())
+        && PASSWORD_WORDS.iter().any(|p| {
+            let n = p.split_whitespace().count();
+            n <= words.len() && phrase(&words[words.len() - n..].join(" "), &[*p]).is_some()
+        })
 }
 
 /// The words a prompt asks with: what comes before its colon, or, when the text ends with a mark
@@ -169,6 +178,32 @@ pub fn destructive_text(text: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::geometry::Rect;
+
+    #[test]
+    fn a_password_label_ends_with_its_word() {
+        for yes in [
+            "Password",
+            "Password:",
+            "New password",
+            "Confirm password *",
+            "PIN",
+            "PIN code",
+            "Enter your passcode",
+            "Passw0rd",
+        ] {
+            assert!(password_label(yes), "{yes:?}");
+        }
+        for no in [
+            "Pin to taskbar",
+            "Password manager settings",
+            "Change your password every month",
+            "Secret Santa list",
+            "Username",
+            "",
+        ] {
+            assert!(!password_label(no), "{no:?}");
+        }
+    }
 
     #[test]
     fn a_password_prompt_is_seen_however_ocr_reads_its_colon() {
