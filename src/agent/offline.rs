@@ -475,7 +475,11 @@ fn describe(intent: &Intent, actions: &[Action], targets: &[Target]) -> String {
         Pos::Target(id) => targets
             .iter()
             .find(|t| t.id == *id)
-            .map(|t| t.text.clone())
+            // A menu item's ellipsis is not said ("Clicking Save As.", not "Save As....").
+            .map(|t| match t.text.trim_end_matches(['.', '…']).trim_end() {
+                "" => t.text.clone(),
+                said => said.to_string(),
+            })
             .unwrap_or_default(),
         Pos::Point { x, y } => format!("({x:.0}, {y:.0})"),
     };
@@ -609,6 +613,33 @@ mod tests {
             label: label.into(),
             kind: ClickKind::Single,
         }
+    }
+
+    #[test]
+    fn a_menu_item_s_ellipsis_is_not_said() {
+        let at = |id, text: &str| Target {
+            id,
+            text: text.into(),
+            rect: Rect::new(0, 0, 40, 12),
+            conf: 0.9,
+            new: false,
+        };
+        let ts = [
+            at(1, "Save As..."),
+            at(2, "Rename…"),
+            at(3, "..."),
+            at(4, "7"),
+        ];
+        let said = |id| {
+            let click = [Action::Click {
+                at: Pos::Target(id),
+            }];
+            describe(&c("x"), &click, &ts)
+        };
+        assert_eq!(said(1), "Clicking Save As");
+        assert_eq!(said(2), "Clicking Rename");
+        assert_eq!(said(3), "Clicking ...");
+        assert_eq!(said(4), "Clicking 7");
     }
 
     #[test]

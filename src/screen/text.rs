@@ -154,6 +154,29 @@ impl Canon {
         self.chars.len() / 6
     }
 
+    /// Every word of three letters or fewer is in `hay[start..end]` as it is, at the start or
+    /// the end of one of its words (OCR may glue words: "SaveAs"): a slip in a short word makes
+    /// another word ("Save As" is not "Save All", "Log in" is not "Log on").
+    fn short_words_in(&self, hay: &Canon, start: usize, end: usize) -> bool {
+        let mut i = 0;
+        while i < self.chars.len() {
+            let mut e = i;
+            while !self.ends[e] {
+                e += 1;
+            }
+            let word = &self.chars[i..=e];
+            let n = word.len();
+            let found = (start..(end + 1).saturating_sub(n)).any(|at| {
+                hay.chars[at..at + n] == *word && (hay.starts[at] || hay.ends[at + n - 1])
+            });
+            if n <= 3 && !found {
+                return false;
+            }
+            i = e + 1;
+        }
+        true
+    }
+
     /// Non-overlapping places `self` occurs in `hay`, left to right, as `[start, end)` spans.
     fn find_in(&self, hay: &Canon) -> Vec<(usize, usize)> {
         let m = self.chars.len();
@@ -198,7 +221,11 @@ impl Canon {
             }
             let (start, end) = (cur_s[m], j + 1);
             let whole = !whole_words || (start < end && hay.starts[start] && hay.ends[end - 1]);
-            if cur[m] <= k && start < end && whole {
+            if cur[m] <= k
+                && start < end
+                && whole
+                && (k == 0 || self.short_words_in(hay, start, end))
+            {
                 hits.push((start, end));
                 (prev, prev_s) = fresh(end);
                 continue;
@@ -388,6 +415,19 @@ mod tests {
                 "{want:?} in {screen:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_slip_in_a_short_word_makes_another_word() {
+        // mousepad's File menu: "Save As…" was once said to have appeared "in Save All".
+        let count =
+            |want: &str, got: &str| occurrences(want, &runs(&[t(got, 0, 0, 120)]), &[]).len();
+        assert_eq!(count("Save As", "Save All"), 0);
+        assert_eq!(count("Save As", "Save As..."), 1);
+        assert_eq!(count("Log in to continue", "Log on to continue"), 0);
+        // Long words keep their slip: "Downl0ads", "Docurnents".
+        assert_eq!(count("Open Downloads", "Open Downl0ads"), 1);
+        assert_eq!(count("Save As", "SaveAs"), 1);
     }
 
     #[test]
