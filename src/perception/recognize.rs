@@ -143,6 +143,34 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         (kx, ky, keep.w as usize, keep.h as usize),
         line.text_h,
     );
+    // In the line's own box: a field's frame around it is ink too. The caret made the box as
+    // tall as the line; without it, what lies further above or below the letters than `keep`
+    // allows is the field's frame ("[" read before the word), and is cleared like it.
+    let caret = clear_glued_caret(
+        &mut dist,
+        cw,
+        (
+            (tight.x - crop.x) as usize,
+            (tight.y - crop.y) as usize,
+            tight.w as usize,
+            tight.h as usize,
+        ),
+    );
+    if let Some((top, bottom)) = caret {
+        let m = (line.text_h * 2 / 5).max(1) as usize;
+        let (from, to) = (top.saturating_sub(m), (bottom + m).min(ch - 1));
+        for (y, row) in dist.chunks_exact_mut(cw).enumerate() {
+            if y < from || y > to {
+                row.fill(0);
+            }
+        }
+        // The frame's sides run through every row that is left: no letter does.
+        for x in 0..cw {
+            if (from..=to).all(|y| dist[y * cw + x] >= 48) {
+                (from..=to).for_each(|y| dist[y * cw + x] = 0);
+            }
+        }
+    }
     clear_corners(
         &mut dist,
         cw,
@@ -545,6 +573,59 @@ fn clear_rules_and_blocks(
             }
         }
     }
+}
+
+/// A text caret glued to the last letter (a GTK field's "a.txt|": Tesseract reads "[ao"),
+/// cleared from a crop's `region`: the rightmost ink, one or two pixels wide, one solid bar that
+/// starts above the strokes of the letters before it and ends at least two pixels below them
+/// all (a caret is as tall as the line, ascent and descent), within a pixel of the last letter.
+/// A final "l" ends on the baseline with the other letters; a "|" after a space is not glued.
+fn clear_glued_caret(
+    dist: &mut [u8],
+    stride: usize,
+    region: (usize, usize, usize, usize),
+) -> Option<(usize, usize)> {
+    const INK: u8 = 48;
+    let (x0, y0, w, h) = region;
+    if w < 4 || h < 3 {
+        return None;
+    }
+    let inked = |dist: &[u8], x: usize, y: usize| dist[y * stride + x] >= INK;
+    // The vertical extent of a column's ink, and whether it is one solid run.
+    let extent = |dist: &[u8], x: usize| -> Option<(usize, usize, bool)> {
+        let ys: Vec<usize> = (y0..y0 + h).filter(|&y| inked(dist, x, y)).collect();
+        let (a, b) = (*ys.first()?, *ys.last()?);
+        Some((a, b, ys.len() == b - a + 1))
+    };
+    let last = (x0..x0 + w).rev().find(|&x| extent(dist, x).is_some())?;
+    let Some((a, b, true)) = extent(dist, last) else {
+        return None;
+    };
+    let mut first = last;
+    while first > x0 && extent(dist, first - 1) == Some((a, b, true)) {
+        first -= 1;
+    }
+    if last - first + 1 > 2 || first < x0 + 2 {
+        return None;
+    }
+    // Glued: ink in one of the two columns before the bar.
+    if extent(dist, first - 1).is_none() && extent(dist, first - 2).is_none() {
+        return None;
+    }
+    // Taller than the letters just before it (not a field's border at the line's start).
+    let from = first.saturating_sub(b - a + 1).max(x0);
+    let (top, bottom) = (from..first)
+        .filter_map(|x| extent(dist, x))
+        .fold((usize::MAX, 0), |(t, bo), (c, d, _)| (t.min(c), bo.max(d)));
+    if top == usize::MAX || a >= top || b < bottom + 2 {
+        return None;
+    }
+    for x in first..=last {
+        for y in y0..y0 + h {
+            dist[y * stride + x] = 0;
+        }
+    }
+    Some((top, bottom))
 }
 
 /// Flood from the crop's edge over pixels of the edge's dominant colour (when that is not the
@@ -1900,6 +1981,54 @@ mod tests {
             conf,
             glyphs,
         }
+    }
+
+    #[test]
+    fn a_caret_glued_to_the_last_letter_is_cleared_and_a_final_l_is_not() {
+        // 40x16 crops: letters x-height rows 6..=11 on the baseline 11, a tall "t" 3..=11.
+        let (w, h) = (40usize, 16usize);
+        let ink = |d: &mut Vec<u8>, x: usize, y0: usize, y1: usize| {
+            for y in y0..=y1 {
+                d[y * w + x] = 255;
+            }
+        };
+        let word = || {
+            let mut d = vec![0u8; w * h];
+            for x in 12..17 {
+                ink(&mut d, x, 6, 11); // "a"
+            }
+            ink(&mut d, 20, 3, 11); // "t"
+            d
+        };
+        let cleared = |d: &mut Vec<u8>| {
+            let before = d.clone();
+            clear_glued_caret(d, w, (0, 0, w, h));
+            *d != before
+        };
+        // A caret right after the "t", taller than the line both ways: cleared.
+        let mut caret = word();
+        ink(&mut caret, 21, 2, 14);
+        assert!(cleared(&mut caret));
+        assert_eq!(caret, word());
+        // A final "l": as tall, but it stands on the baseline like the others.
+        let mut final_l = word();
+        ink(&mut final_l, 22, 2, 11);
+        assert!(!cleared(&mut final_l));
+        // A "|" after a space is a character of the text, not a caret.
+        let mut pipe = word();
+        ink(&mut pipe, 26, 2, 14);
+        assert!(!cleared(&mut pipe));
+        // A field's border at the line's start, taller still, does not hide the caret.
+        let mut field = word();
+        ink(&mut field, 0, 0, 15);
+        ink(&mut field, 21, 2, 14);
+        assert!(cleared(&mut field));
+        // Three pixels wide is no caret (a block cursor is the other rule's).
+        let mut wide = word();
+        for x in 21..24 {
+            ink(&mut wide, x, 2, 14);
+        }
+        assert!(!cleared(&mut wide));
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! Perception on rendered UI fixtures with real Tesseract: the `ocr` command's JSON, bad input, recall floors (the first fixtures and the widened set of terminals, editors, menus, icons, chat, calendars), a monospace line read as one target, incremental = full, stable ids.
+//! Perception on rendered UI fixtures with real Tesseract: the `ocr` command's JSON, bad input, recall floors (the first fixtures and the widened set of terminals, editors, menus, icons, chat, calendars), a monospace line read as one target, incremental = full, stable ids, and real captures of a GTK field with its caret drawn.
+
+use std::path::Path;
 
 use crate::util::*;
 use voxdesk::perception::eval::{self, Found, GroundTruth};
@@ -243,6 +245,29 @@ fn a_terminal_line_a_typed_value_a_wrapped_name_and_a_badge_are_read_whole() {
     );
     let chat = texts("chat-light-1x");
     assert!(chat.iter().any(|t| t == "3"), "{chat:?}");
+}
+
+/// Real captures of pcmanfm's rename dialog (`tests/fixtures/captures/`): a short name typed
+/// into a GTK field is read with its blinking caret drawn glued to the last letter ("a.txt|",
+/// once read "[ao", so typing was never confirmed) as well as without it.
+#[test]
+fn a_short_name_in_a_gtk_field_is_read_with_its_caret_drawn() {
+    let mut p = Perceiver::new(2).unwrap();
+    for (file, name) in [
+        ("pcmanfm-rename-caret-off", "a.txt"),
+        ("pcmanfm-rename-caret-on", "a.txt"),
+        ("pcmanfm-rename-caret-on-2", "g.txt"),
+    ] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/captures")
+            .join(format!("{file}.png"));
+        let img = load_image(&path).unwrap();
+        let r = p
+            .perceive(img.as_raw(), img.width(), img.height(), true)
+            .unwrap();
+        let texts: Vec<&str> = r.targets.iter().map(|t| t.text.as_str()).collect();
+        assert!(texts.contains(&name), "{file}: {texts:?}");
+    }
 }
 
 #[test]
