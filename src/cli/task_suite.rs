@@ -41,7 +41,7 @@ pub const LOGIN_PASSWORD: &str = "hunter2";
 pub const NOTE_TEXT: &str = "Buy milk";
 pub const INVOICE: &str = "invoice_2024-03.pdf";
 /// The file the rename task starts from, and the name it gives it: a short name whose last
-/// letter a GTK field's caret touches (OCR misses it while the caret is drawn), and as long as
+/// letter a GTK field's caret touches (perception must clear the caret to read it), and as long as
 /// the typed text is, the file's label under its new name is exactly what was typed.
 pub const RENAME_FROM: &str = "notes.md";
 pub const RENAME_TO: &str = "todo.txt";
