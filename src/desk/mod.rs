@@ -46,7 +46,8 @@ const SETTLE_AT_MOST: Duration = Duration::from_millis(2500);
 /// A batch that changed the screen but was not confirmed is looked at once more after this
 /// pause (an app still drawing, a terminal still echoing) before it is called unconfirmed.
 const RECHECK_AFTER: Duration = Duration::from_millis(300);
-/// Text not seen even then is looked for a little longer, this many times this far apart: a
+/// Text not seen even then, nor read where the screen changed, is looked for a little longer,
+/// this many times this far apart (the last resort, since it waits): a
 /// blinking caret glued to the last letter ("a.txt|" in a GTK field) hides a short word from
 /// OCR while it is drawn, and a cycle is 1.2 s (GTK) or 1 s (Chromium).
 const BLINK_LOOKS: u32 = 4;
@@ -795,17 +796,6 @@ impl Desk {
                 verdict = judge(&again, p.result.changed, &self.typed);
                 after = again;
             }
-            let texts = !expect.appears.is_empty() || !expect.shows.is_empty();
-            for _ in 0..BLINK_LOOKS {
-                if !(texts && matches!(verdict, Verdict::Unconfirmed(_))) {
-                    break;
-                }
-                std::thread::sleep(BLINK_EVERY);
-                let Ok(mut o) = self.look(false) else { break };
-                o.timing = None;
-                verdict = judge(&o, p.result.changed, &self.typed);
-                after = self.shown(o);
-            }
         }
         let typed = p
             .batch
@@ -843,6 +833,22 @@ impl Desk {
                 if let Verdict::Verified(why) = v {
                     verdict = Verdict::Verified(format!("{why}, read where the screen changed"));
                 }
+            }
+            // Still not seen: look through a caret's blink, the last resort (it waits).
+            let mut blinked = false;
+            for _ in 0..BLINK_LOOKS {
+                if !matches!(verdict, Verdict::Unconfirmed(_)) {
+                    break;
+                }
+                std::thread::sleep(BLINK_EVERY);
+                let Ok(mut o) = self.look(false) else { break };
+                o.timing = None;
+                verdict = judge(&o, p.result.changed, &self.typed);
+                after = self.shown(o);
+                blinked = true;
+            }
+            if blinked {
+                at.extend(typed_at(&now_typed, before, &after.perception.targets));
             }
         }
         self.typed_at.extend(at);
