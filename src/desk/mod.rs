@@ -797,11 +797,6 @@ impl Desk {
                 after = again;
             }
         }
-        let typed = p
-            .batch
-            .actions
-            .iter()
-            .any(|a| matches!(a, Action::Type { .. }));
         let texts = !expect.appears.is_empty() || !expect.shows.is_empty();
         // What this batch typed, and where it was read once typed: a later "shows" of the
         // same words does not count them there (a file renamed in a dialog still open).
@@ -861,7 +856,7 @@ impl Desk {
         // A menu a page draws has no window of its own; a terminal's new lines are output, and
         // typed lines are what was typed.
         let (w, h) = p.obs.frame.size();
-        if p.result.opened.is_empty() && !self.in_terminal(&p.obs) && !typed {
+        if p.result.opened.is_empty() && !self.in_terminal(&p.obs) && now_typed.is_empty() {
             if let Some(r) = overlay(
                 before,
                 &after.perception.targets,

@@ -350,6 +350,21 @@ mod tests {
         )
     }
 
+    /// `e` judged on a screen that did not change, after the session typed `typed` (read at
+    /// `typed_at`).
+    fn on(e: &Expect, screen: &[Target], typed: &[String], typed_at: &[Rect]) -> Verdict {
+        verify(
+            e,
+            &Evidence {
+                before: screen,
+                after: screen,
+                changed: false,
+                typed,
+                typed_at,
+            },
+        )
+    }
+
     #[test]
     fn table_of_verdicts() {
         let before = ts(&["File", "Save", "0"]);
@@ -419,31 +434,13 @@ mod tests {
             line("hello from voxdesk", 20),
             line("$", 40),
         ];
-        let v = verify(
-            &e,
-            &Evidence {
-                before: &ran,
-                after: &ran,
-                changed: false,
-                typed: &typed,
-                typed_at: &[],
-            },
-        );
+        let v = on(&e, &ran, &typed, &[]);
         assert_eq!(v.name(), "failed");
         assert!(
             v.detail().unwrap().contains("only inside text typed"),
             "{v:?}"
         );
-        let v = verify(
-            &e,
-            &Evidence {
-                before: &output,
-                after: &output,
-                changed: false,
-                typed: &typed,
-                typed_at: &[],
-            },
-        );
+        let v = on(&e, &output, &typed, &[]);
         assert_eq!(v.name(), "verified", "{v:?}");
     }
 
@@ -465,16 +462,7 @@ mod tests {
             ..Default::default()
         };
         for typed in [vec!["plan.ods".to_string()], vec!["plans.ods".to_string()]] {
-            let v = verify(
-                &e,
-                &Evidence {
-                    before: &after,
-                    after: &after,
-                    changed: false,
-                    typed: &typed,
-                    typed_at: &[],
-                },
-            );
+            let v = on(&e, &after, &typed, &[]);
             assert_eq!(v.name(), "verified", "{typed:?}: {v:?}");
         }
         // Where it was typed, it is the typing: the rename dialog still open is no renamed file.
@@ -491,45 +479,18 @@ mod tests {
         let there = typed_at(&typed, &dialog, &typing);
         assert_eq!(there, [Rect::new(700, 520, 240, 20)]);
         let open = [vec![field("plan.ods")], vec![at(2, "todo.txt.txt", 904)]].concat();
-        let v = verify(
-            &e,
-            &Evidence {
-                before: &open,
-                after: &open,
-                changed: false,
-                typed: &typed,
-                typed_at: &there,
-            },
-        );
+        let v = on(&e, &open, &typed, &there);
         assert_eq!(v.name(), "failed", "{v:?}");
         assert!(
             v.detail().unwrap().contains("only inside text typed"),
             "{v:?}"
         );
-        let v = verify(
-            &e,
-            &Evidence {
-                before: &after,
-                after: &after,
-                changed: false,
-                typed: &typed,
-                typed_at: &there,
-            },
-        );
+        let v = on(&e, &after, &typed, &there);
         assert_eq!(v.name(), "verified", "{v:?}");
         // Typed as part of something longer, it is still that longer text's.
         let typed = vec!["mv budget.ods plan.ods".to_string()];
         let line = vec![at(1, "$ mv budget.ods plan.ods", 0)];
-        let v = verify(
-            &e,
-            &Evidence {
-                before: &line,
-                after: &line,
-                changed: false,
-                typed: &typed,
-                typed_at: &[],
-            },
-        );
+        let v = on(&e, &line, &typed, &[]);
         assert_eq!(v.name(), "failed", "{v:?}");
     }
 

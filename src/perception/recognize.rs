@@ -143,20 +143,17 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         (kx, ky, keep.w as usize, keep.h as usize),
         line.text_h,
     );
-    // In the line's own box: a field's frame around it is ink too. The caret made the box as
-    // tall as the line; without it, what lies further above or below the letters than `keep`
-    // allows is the field's frame ("[" read before the word), and is cleared like it.
-    let caret = clear_glued_caret(
-        &mut dist,
-        cw,
-        (
-            (tight.x - crop.x) as usize,
-            (tight.y - crop.y) as usize,
-            tight.w as usize,
-            tight.h as usize,
-        ),
+    // The line's own box, in the crop.
+    let inner = (
+        (tight.x - crop.x) as usize,
+        (tight.y - crop.y) as usize,
+        tight.w as usize,
+        tight.h as usize,
     );
-    if let Some((top, bottom)) = caret {
+    // A field's frame around the line is ink too. A caret made the box as tall as the line;
+    // without it, what lies further above or below the letters than `keep` allows is the
+    // field's frame, and its sides are rules through the rows left ("[" read before the word).
+    if let Some((top, bottom)) = clear_glued_caret(&mut dist, cw, inner) {
         let m = (line.text_h * 2 / 5).max(1) as usize;
         let (from, to) = (top.saturating_sub(m), (bottom + m).min(ch - 1));
         for (y, row) in dist.chunks_exact_mut(cw).enumerate() {
@@ -164,24 +161,14 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
                 row.fill(0);
             }
         }
-        // The frame's sides run through every row that is left: no letter does.
-        for x in 0..cw {
-            if (from..=to).all(|y| dist[y * cw + x] >= 48) {
-                (from..=to).for_each(|y| dist[y * cw + x] = 0);
-            }
-        }
+        clear_rules_and_blocks(
+            &mut dist,
+            cw,
+            (kx, from, keep.w as usize, to - from + 1),
+            line.text_h,
+        );
     }
-    clear_corners(
-        &mut dist,
-        cw,
-        (
-            (tight.x - crop.x) as usize,
-            (tight.y - crop.y) as usize,
-            tight.w as usize,
-            tight.h as usize,
-        ),
-        line.text_h,
-    );
+    clear_corners(&mut dist, cw, inner, line.text_h);
     let mut hist = [0u32; 256];
     for &d in &dist {
         hist[d as usize] += 1;
