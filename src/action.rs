@@ -507,6 +507,8 @@ fn pos(obj: &Map<String, Value>, a: Option<usize>) -> Result<Option<Pos>, ParseE
 /// Canonical key names voxdesk accepts (after aliases).
 const KEYS: &[&str] = &[
     "enter",
+    "kp_enter",
+    "iso_left_tab",
     "tab",
     "escape",
     "backspace",
@@ -528,10 +530,19 @@ const KEYS: &[&str] = &[
 
 /// Parse "ctrl+shift+s", "Alt+F4", "Return".
 pub fn parse_combo(s: &str) -> Result<Combo, String> {
-    let parts: Vec<String> = s.split('+').map(|p| p.trim().to_lowercase()).collect();
-    if s.trim().is_empty() || parts.iter().any(|p| p.is_empty()) {
+    match s.trim_matches(' ') {
+        "" if !s.is_empty() => return parse_combo("space"),
+        "+" => return parse_combo("plus"),
+        _ => {}
+    }
+    // Only spaces are trimmed: a control character is a key name to judge ("\r" is Return).
+    let parts: Vec<String> = s
+        .split('+')
+        .map(|p| p.trim_matches(' ').to_lowercase())
+        .collect();
+    if s.trim_matches(' ').is_empty() || parts.iter().any(|p| p.is_empty()) {
         // "ctrl++" (plus key) is the one legal empty part.
-        if let Some(base) = s.trim().strip_suffix("++") {
+        if let Some(base) = s.trim_matches(' ').strip_suffix("++") {
             let mut c = parse_combo(&format!("{base}+plus"))?;
             c.key = "+".into();
             return Ok(c);
@@ -576,7 +587,14 @@ pub fn parse_combo(s: &str) -> Result<Combo, String> {
         {
             k.to_string()
         }
-        k if k.chars().count() == 1 => k.to_string(),
+        k if k.chars().count() == 1 => {
+            let c = k.chars().next().unwrap_or(' ');
+            match crate::keys::named_char(c) {
+                Ok(Some(name)) => name.to_string(),
+                Ok(None) => k.to_string(),
+                Err(e) => return Err(format!("`combo` {s:?}: {e}")),
+            }
+        }
         other => return Err(format!("`combo` {s:?}: unknown key {other:?}")),
     };
     Ok(Combo { modifiers, key })
@@ -593,7 +611,11 @@ impl fmt::Display for Combo {
             };
             write!(f, "{n}+")?;
         }
-        write!(f, "{}", self.key)
+        // "+" alone would not parse back ("ctrl++" does, "+" does not): it is named.
+        match self.key.as_str() {
+            "+" => write!(f, "plus"),
+            k => write!(f, "{k}"),
+        }
     }
 }
 
@@ -744,11 +766,28 @@ mod tests {
             parse_combo("shift+ctrl+a").unwrap().to_string(),
             "ctrl+shift+a"
         );
-        assert_eq!(parse_combo("ctrl++").unwrap().to_string(), "ctrl++");
+        assert_eq!(parse_combo("ctrl++").unwrap().to_string(), "ctrl+plus");
+        assert_eq!(parse_combo("+").unwrap().to_string(), "plus");
+        assert_eq!(parse_combo(" ").unwrap().to_string(), "space");
         assert_eq!(parse_combo("Shift").unwrap().to_string(), "shift");
         assert!(parse_combo("ctrl+").is_err());
         assert!(parse_combo("f25").is_err());
         assert!(parse_combo("").is_err());
+        // A control character is the key it is, or refused: never a raw character to send.
+        for (raw, name) in [
+            ("ctrl+alt+\u{7f}", "ctrl+alt+delete"),
+            ("ctrl+alt+\u{1b}", "ctrl+alt+escape"),
+            ("ctrl+\u{8}", "ctrl+backspace"),
+            ("\r", "enter"),
+            ("\n", "enter"),
+            ("shift+\t", "shift+tab"),
+        ] {
+            assert_eq!(parse_combo(raw).unwrap().to_string(), name, "{raw:?}");
+        }
+        for bad in ["ctrl+\u{3}", "\u{0}", "alt+\u{202e}"] {
+            let e = parse_combo(bad).unwrap_err();
+            assert!(e.contains("control character"), "{bad:?}: {e}");
+        }
     }
 
     fn json_value() -> impl Strategy<Value = Value> {

@@ -1,8 +1,8 @@
 //! voxdesk: a voice-driven desktop assistant that sees the screen as numbered targets, acts behind safety rails and verifies every step.
 //!
 //! Layout, by layer (each uses only those above it in this list):
-//! - `geometry`, `config`, `action`, `private`: the three coordinate spaces; settings with their
-//!   sources; the `act` tool's vocabulary; private files.
+//! - `geometry`, `config`, `action`, `keys`, `private`: the three coordinate spaces; settings with
+//!   their sources; the `act` tool's vocabulary; the key events an action sends; private files.
 //! - `screen`: capture (the only xcap user), the frame, read-only X11 facts, the model picture,
 //!   finding text among targets.
 //! - `perception`: frames → targets (line finding, Tesseract, tiles, stable ids, scoring).
@@ -22,6 +22,7 @@ pub mod config;
 pub mod desk;
 pub mod geometry;
 pub mod input;
+pub mod keys;
 pub mod perception;
 pub mod private;
 pub mod realtime;

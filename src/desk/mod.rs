@@ -22,10 +22,13 @@ use crate::geometry::{Mapping, Rect};
 use crate::input::actuator::{Actuator, Outcome};
 use crate::input::lock::GuiLock;
 use crate::input::stop::{Cause, StopLatch, StopWatcher};
+use crate::keys::Keymap;
 use crate::perception::{engine, Perceiver, Perception, Target};
 use crate::record::events::{Bus, Event, JsonlSink, Sink, State};
 use crate::record::session::{PhaseTimes, Recorder, Status, StepRecord};
+use crate::safety::confirm::ask as ask_yes;
 use crate::safety::rails::{self, Checked, Decision, Refusal, Screen, Step};
+use crate::safety::terminal::Line;
 use crate::screen;
 use crate::screen::capture::{self, Capturer};
 use crate::screen::desktop::{self, Shown, Windows};
@@ -120,6 +123,8 @@ struct Observation {
     perception: Perception,
     app: Option<String>,
     title: Option<String>,
+    /// The focused window, as a key for what the rails follow per window (a terminal's line).
+    window: Option<String>,
     /// Model picture ↔ capture ↔ logical for this frame.
     mapping: Mapping,
     /// Capture and perception time, for an observation made by `observe` (not by settling).
@@ -162,6 +167,10 @@ pub struct Desk {
     typed_at: Vec<Rect>,
     /// Where the keyboard went after the last batch that ran whole, for the password rail.
     focus: Option<rails::Focus>,
+    /// Each terminal window's command line as voxdesk's keys left it, for the terminal rails.
+    lines: std::collections::HashMap<String, Line>,
+    /// The keyboard layout the actuator's keys are judged with.
+    keymap: Keymap,
     /// The actions of the last batch, when it ran, was not confirmed and may not simply run
     /// again; cleared by a look (`observe`).
     unsure: Option<Vec<Action>>,
@@ -238,6 +247,9 @@ impl Desk {
             typed: Vec::new(),
             typed_at: Vec::new(),
             focus: None,
+            lines: Default::default(),
+            // Without the server's table, the layout the rails assume is US.
+            keymap: desktop::keymap().unwrap_or_else(|_| Keymap::us()),
             unsure: None,
             latch,
             actuator,
@@ -395,9 +407,13 @@ impl Desk {
             .perceive(frame.image.as_raw(), w, h, full)
             .map_err(|e| e.to_string())?;
         self.seq += 1;
-        let (app, title) = match capture::focused_window().ok().flatten() {
-            Some(w) => (Some(w.app), Some(w.title).filter(|t| !t.is_empty())),
-            None => (None, None),
+        let (app, title, window) = match capture::focused_window().ok().flatten() {
+            Some(w) => (
+                Some(w.app.clone()),
+                Some(w.title).filter(|t| !t.is_empty()),
+                w.id.map(|id| format!("{}#{id:x}", w.app)),
+            ),
+            None => (None, None, None),
         };
         let mapping = picture::picture_mapping(&frame, PictureConfig::default())
             .map_err(|e| e.to_string())?;
@@ -408,6 +424,7 @@ impl Desk {
             perception,
             app,
             title,
+            window,
             mapping,
             // Listed only for a screen someone plans or judges on (see `shown`), not for
             // every frame of settling.
@@ -599,6 +616,8 @@ impl Desk {
                 .focus
                 .as_ref()
                 .filter(|f| f.carried(&p.obs.perception.targets)),
+            keymap: &self.keymap,
+            line: p.obs.window.as_ref().and_then(|w| self.lines.get(w)),
         };
         let rails = &self.settings.rails;
         // The same batch again, right after it ran and could not be confirmed, with no look in
@@ -631,12 +650,14 @@ impl Desk {
         };
         p.clicks = click_points(&checked, &p.obs.mapping);
         p.result.actions = outcomes(&p.batch, Some(&checked), "not-run");
-        let focus = checked.focus.clone();
         let why = match self.approve(checked.clone(), &p.plan) {
             Ok(a) => {
-                // Where the keyboard will be once it all ran (`run_and_verify` forgets it
-                // when something did not).
-                self.focus = focus;
+                // Where the keyboard will be, and what a terminal's line will read, once it all
+                // ran (`run_and_verify` forgets both when something did not).
+                self.focus = a.focus().cloned();
+                if let (Some(w), Some(l)) = (&p.obs.window, a.line()) {
+                    self.lines.insert(w.clone(), l.clone());
+                }
                 return Some(a);
             }
             Err(why) => why,
@@ -694,6 +715,9 @@ impl Desk {
         p.times.act = ms_since(t_act);
         if p.result.actions.iter().any(|a| a.outcome != "done") {
             self.focus = None;
+            if let Some(l) = p.obs.window.as_ref().and_then(|w| self.lines.get_mut(w)) {
+                l.lose();
+            }
         }
         for (a, o) in p.batch.actions.iter().zip(&p.result.actions) {
             if let (Action::Type { text }, "done" | "stopped" | "failed") = (a, o.outcome) {
@@ -924,31 +948,27 @@ impl Desk {
         plan: &str,
     ) -> Result<rails::Approved, Result<(), Refusal>> {
         let rails = &self.settings.rails;
-        match rails::approve(checked.clone(), rails.mode, rails, false) {
+        match rails::approve(checked.clone(), rails.mode, rails, None) {
             Decision::Run(a) => Ok(a),
             Decision::Record => Err(Ok(())),
             Decision::AskFirst(reasons) => {
-                let q = Question {
-                    plan: plan.to_string(),
-                    steps: checked.steps.iter().map(Step::to_string).collect(),
-                    reasons: reasons.clone(),
-                };
+                let q = Question::about(&checked, plan, reasons.clone());
                 self.emit_event(Event::ConfirmationAsked {
                     question: q.text(),
                     reasons: reasons.clone(),
                 });
-                let yes = self.confirm.ask(&q, &self.latch) && !self.latch.is_stopped();
-                self.emit_event(Event::ConfirmationAnswered { yes });
+                let yes = ask_yes(self.confirm.as_mut(), &q, &checked, &self.latch);
+                self.emit_event(Event::ConfirmationAnswered { yes: yes.is_some() });
                 let refusal = Refusal {
                     rule: "confirmation",
                     action: None,
                     message: format!("needs a yes ({}) and none was given", reasons.join("; ")),
                 };
-                if !yes {
+                let Some(yes) = yes else {
                     return Err(Err(refusal));
-                }
+                };
                 let rails = &self.settings.rails;
-                match rails::approve(checked, rails.mode, rails, true) {
+                match rails::approve(checked, rails.mode, rails, Some(&yes)) {
                     Decision::Run(a) => Ok(a),
                     _ => Err(Err(refusal)),
                 }
@@ -1068,11 +1088,13 @@ impl Host for Desk {
             mapping: obs.mapping,
             app: obs.app.as_deref(),
             focus: None,
+            keymap: &self.keymap,
+            line: None,
         };
         self.focus = None;
         let rails = &self.settings.rails;
         let ran = match rails::check(&batch, &screen, rails, &self.settings.stop.combo)
-            .map(|c| rails::approve(c, rails.mode, rails, false))
+            .map(|c| rails::approve(c, rails.mode, rails, None))
         {
             Ok(Decision::Run(a)) => self
                 .actuator
@@ -1255,7 +1277,7 @@ fn outcomes(batch: &Batch, checked: Option<&Checked>, outcome: &'static str) -> 
         .map(|(i, a)| ActionOutcome {
             index: i + 1,
             action: a.name(),
-            step: checked.and_then(|c| c.steps.get(i)).map(Step::to_string),
+            step: checked.and_then(|c| c.steps().get(i)).map(Step::to_string),
             outcome,
             error: None,
             ms: 0.0,
@@ -1266,7 +1288,7 @@ fn outcomes(batch: &Batch, checked: Option<&Checked>, outcome: &'static str) -> 
 /// Where the batch's clicks land, in model-picture pixels (for the report).
 fn click_points(checked: &Checked, m: &Mapping) -> Vec<[f64; 2]> {
     checked
-        .steps
+        .steps()
         .iter()
         .filter_map(|st| match st {
             Step::Click { at, .. } => m

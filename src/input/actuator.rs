@@ -9,12 +9,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use enigo::{
-    Axis, Button as EButton, Coordinate, Direction as Press, Enigo, Key, Keyboard, Mouse, Settings,
+    Axis, Button as EButton, Coordinate, Direction as Press_, Enigo, Key, Keyboard, Mouse, Settings,
 };
 
 use super::stop::StopLatch;
-use crate::action::{Direction, Modifier};
+use crate::action::Direction;
 use crate::geometry::LogicalPoint;
+use crate::keys::{self, Press};
 use crate::safety::rails::{Approved, Button, Step};
 
 /// Longest stretch the actuator goes without looking at the stop latch.
@@ -192,64 +193,55 @@ fn worker(mut e: Enigo, jobs: Receiver<Job>, latch: Arc<StopLatch>) {
 /// Release every key and button voxdesk pressed (and anything enigo still reports held).
 fn release_all(e: &mut Enigo, held: &mut Held, latch: &StopLatch) {
     for b in held.buttons.drain(..) {
-        let _ = e.button(b, Press::Release);
+        let _ = e.button(b, Press_::Release);
     }
     for k in held.keys.drain(..).rev() {
-        let _ = e.key(k, Press::Release);
+        let _ = e.key(k, Press_::Release);
     }
     let (keys, raw) = e.held();
     for k in keys {
-        let _ = e.key(k, Press::Release);
+        let _ = e.key(k, Press_::Release);
     }
     for r in raw {
-        let _ = e.raw(r, Press::Release);
+        let _ = e.raw(r, Press_::Release);
     }
     if latch.is_stopped() {
         latch.mark_released();
     }
 }
 
-fn key_of(name: &str) -> Option<Key> {
-    Some(match name {
-        "enter" => Key::Return,
-        "tab" => Key::Tab,
-        "escape" => Key::Escape,
-        "backspace" => Key::Backspace,
-        "delete" => Key::Delete,
-        "insert" => Key::Insert,
-        "home" => Key::Home,
-        "end" => Key::End,
-        "pageup" => Key::PageUp,
-        "pagedown" => Key::PageDown,
-        "up" => Key::UpArrow,
-        "down" => Key::DownArrow,
-        "left" => Key::LeftArrow,
-        "right" => Key::RightArrow,
-        "space" => Key::Space,
-        "ctrl" => Key::Control,
-        "alt" => Key::Alt,
-        "shift" => Key::Shift,
-        "super" => Key::Meta,
-        "capslock" => Key::CapsLock,
-        "printscreen" => Key::PrintScr,
-        "menu" => Key::Other(0xff67),
-        f if f.starts_with('f') && f.len() > 1 => {
-            let n: u32 = f[1..].parse().ok()?;
-            // X keysyms F1..F35 are consecutive from 0xffbe.
-            Key::Other(0xffbe + n - 1)
-        }
-        c if c.chars().count() == 1 => Key::Unicode(c.chars().next()?),
-        _ => return None,
-    })
+/// The enigo keys for one press: the modifiers to hold (in order) and the key to click, every
+/// one an X keysym. Nothing but the press the rails judged decides them.
+fn enigo_keys(p: Press) -> (Vec<Key>, Key) {
+    let held = p
+        .mods
+        .list()
+        .into_iter()
+        .map(|m| Key::Other(keys::modifier_keysym(m)))
+        .collect();
+    (held, Key::Other(p.keysym))
 }
 
-fn modifier_key(m: Modifier) -> Key {
-    match m {
-        Modifier::Ctrl => Key::Control,
-        Modifier::Alt => Key::Alt,
-        Modifier::Shift => Key::Shift,
-        Modifier::Super => Key::Meta,
+/// Send one press: hold its modifiers, click its key, let go of the modifiers.
+fn send(e: &mut Enigo, p: Press, held: &mut Held) -> Result<(), String> {
+    let (mods, key) = enigo_keys(p);
+    let mut r = Ok(());
+    for k in mods {
+        if let Err(err) = e.key(k, Press_::Press) {
+            r = Err(format!("pressing a modifier of {p}: {err}"));
+            break;
+        }
+        held.keys.push(k);
     }
+    if r.is_ok() {
+        r = e
+            .key(key, Press_::Click)
+            .map_err(|err| format!("pressing {p}: {err}"));
+    }
+    while let Some(k) = held.keys.pop() {
+        let _ = e.key(k, Press_::Release);
+    }
+    r
 }
 
 fn move_to(e: &mut Enigo, p: LogicalPoint) -> Result<(), String> {
@@ -271,41 +263,23 @@ fn execute(e: &mut Enigo, step: &Step, latch: &StopLatch, held: &mut Held) -> Ou
                     if k > 0 && !pause(Duration::from_millis(40), latch) {
                         return Ok(false);
                     }
-                    e.button(b, Press::Click)
+                    e.button(b, Press_::Click)
                         .map_err(|err| format!("clicking: {err}"))?;
                 }
                 Ok(true)
             }
-            Step::Type { text } => {
-                // One character at a time: the stop latch is checked between keystrokes.
-                let mut buf = [0u8; 4];
-                for c in text.chars() {
+            Step::Type { presses, .. } => {
+                // One key at a time: the stop latch is checked between keystrokes.
+                for p in presses {
                     if latch.is_stopped() {
                         return Ok(false);
                     }
-                    e.text(c.encode_utf8(&mut buf))
-                        .map_err(|err| format!("typing: {err}"))?;
+                    send(e, *p, held)?;
                     std::thread::sleep(Duration::from_millis(2));
                 }
                 Ok(true)
             }
-            Step::Key { combo } => {
-                let key =
-                    key_of(&combo.key).ok_or_else(|| format!("no key for {:?}", combo.key))?;
-                for m in &combo.modifiers {
-                    let k = modifier_key(*m);
-                    e.key(k, Press::Press)
-                        .map_err(|err| format!("pressing {m:?}: {err}"))?;
-                    held.keys.push(k);
-                }
-                let r = e
-                    .key(key, Press::Click)
-                    .map_err(|err| format!("pressing {}: {err}", combo.key));
-                while let Some(k) = held.keys.pop() {
-                    let _ = e.key(k, Press::Release);
-                }
-                r.map(|_| true)
-            }
+            Step::Key { press, .. } => send(e, *press, held).map(|_| true),
             Step::Scroll {
                 direction,
                 amount,
@@ -332,7 +306,7 @@ fn execute(e: &mut Enigo, step: &Step, latch: &StopLatch, held: &mut Held) -> Ou
             }
             Step::Drag { from, to } => {
                 move_to(e, *from)?;
-                e.button(EButton::Left, Press::Press)
+                e.button(EButton::Left, Press_::Press)
                     .map_err(|err| format!("pressing the button: {err}"))?;
                 held.buttons.push(EButton::Left);
                 let n = 12;
@@ -346,7 +320,7 @@ fn execute(e: &mut Enigo, step: &Step, latch: &StopLatch, held: &mut Held) -> Ou
                     };
                     move_to(e, p)?;
                 }
-                e.button(EButton::Left, Press::Release)
+                e.button(EButton::Left, Press_::Release)
                     .map_err(|err| format!("releasing the button: {err}"))?;
                 held.buttons.clear();
                 Ok(true)
@@ -365,12 +339,37 @@ fn execute(e: &mut Enigo, step: &Step, latch: &StopLatch, held: &mut Held) -> Ou
 mod tests {
     use super::*;
 
+    /// What the rails judged is what is sent: for every spelling of a key and every typed
+    /// text, the keys given to enigo are the judged presses' keysyms with their modifiers held.
     #[test]
-    fn keys_map() {
-        assert_eq!(key_of("enter"), Some(Key::Return));
-        assert_eq!(key_of("f4"), Some(Key::Other(0xffc1)));
-        assert_eq!(key_of("s"), Some(Key::Unicode('s')));
-        assert_eq!(key_of("nope"), None);
+    fn the_keys_sent_are_the_presses_judged() {
+        use crate::action::parse_combo;
+        for combo in [
+            "ctrl+alt+\u{7f}",
+            "shift+\\",
+            ";",
+            "ctrl+shift+Tab",
+            "f4",
+            "super",
+            "\r",
+        ] {
+            let p = keys::lower_combo(&parse_combo(combo).unwrap()).unwrap();
+            let (held, key) = enigo_keys(p);
+            assert_eq!(key, Key::Other(p.keysym), "{combo:?}");
+            let mods: Vec<Key> = p
+                .mods
+                .list()
+                .into_iter()
+                .map(|m| Key::Other(keys::modifier_keysym(m)))
+                .collect();
+            assert_eq!(held, mods, "{combo:?}");
+        }
+        let text = "a|b\nc\t€";
+        let presses = keys::lower_text(text).unwrap();
+        assert_eq!(presses.len(), text.chars().count());
+        for p in presses {
+            assert_eq!(enigo_keys(p), (vec![], Key::Other(p.keysym)));
+        }
     }
 
     #[test]

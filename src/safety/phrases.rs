@@ -3,7 +3,9 @@
 use crate::action::{Combo, Modifier};
 use crate::perception::Target;
 
-pub const SHELL_META: &str = ";|&$`><\n\r";
+/// Characters the shell reads as more than a word's letters: another command, a pipe, a
+/// redirection (`>` truncates a file), a substitution. Newlines are the Return key (see `keys`).
+pub const SHELL_META: &str = ";|&$`><";
 
 pub const PURCHASE: &[&str] = &[
     "buy now",
@@ -69,6 +71,174 @@ pub fn phrase(text: &str, list: &[&'static str]) -> Option<&'static str> {
             .windows(pw.len())
             .any(|w| w.iter().zip(&pw).all(|(a, b)| same(a, b)))
     })
+}
+
+/// Words a question uses when it asks to destroy something or to pay.
+const QUESTION_WORDS: &[&str] = &[
+    "delete",
+    "remove",
+    "discard",
+    "erase",
+    "overwrite",
+    "empty",
+    "permanently",
+    "replace",
+    "wipe",
+    "format",
+    "destroy",
+    "lose",
+    "lost",
+    "unsaved",
+    "without saving",
+    "undone",
+    "trash",
+    "uninstall",
+    "reset",
+    "buy",
+    "purchase",
+    "pay",
+    "payment",
+    "order",
+    "subscribe",
+    "charge",
+    "charged",
+    "close",
+    "closing",
+    "quit",
+    "quitting",
+    "leave",
+    "leaving",
+];
+
+/// What a confirmation's accept button says: the destructive verbs, the purchase words, and the
+/// plain yeses a destructive question gives its meaning to.
+const ACCEPT_WORDS: &[&str] = &[
+    "delete",
+    "remove",
+    "discard",
+    "erase",
+    "overwrite",
+    "empty",
+    "don t save",
+    "dont save",
+    "close without saving",
+    "quit without saving",
+    "replace",
+    "move to trash",
+    "trash",
+    "wipe",
+    "format",
+    "destroy",
+    "clear",
+    "reset",
+    "uninstall",
+    "yes",
+    "ok",
+    "continue",
+    "proceed",
+    "confirm",
+    "accept",
+    "apply",
+    "buy",
+    "pay",
+    "purchase",
+    "place order",
+    "subscribe",
+    "close",
+    "quit",
+    "leave",
+    "i understand",
+];
+
+/// Words that back out of a confirmation.
+const BACK_OUT: &[&str] = &[
+    "cancel",
+    "no",
+    "keep",
+    "back",
+    "don t delete",
+    "not now",
+    "save",
+];
+
+/// Buttons that throw work away whatever else they say ("Don't Save").
+const DISCARDS: &[&str] = &[
+    "don t save",
+    "dont save",
+    "close without saving",
+    "quit without saving",
+    "discard changes",
+];
+
+/// A question on screen that asks to destroy something or to pay ("Delete the folder “x”
+/// permanently?", "Are you sure you want to empty the trash?", "This cannot be undone"), read
+/// as a person reads it. A `?` inside a word (an address's query) does not make a question.
+pub fn destructive_question(text: &str) -> bool {
+    let t = text.to_lowercase();
+    let t = t
+        .trim_end_matches(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '”' | '’' | ')'));
+    let asks = (t.split_whitespace().count() >= 2 && (t.ends_with('?') || t.contains("? ")))
+        || [
+            "are you sure",
+            "cannot be undone",
+            "can t be undone",
+            "can't be undone",
+            "will be lost",
+            "will be permanently",
+            "do you want",
+            "do you really",
+        ]
+        .iter()
+        .any(|p| t.contains(p));
+    asks && phrase(text, QUESTION_WORDS).is_some()
+}
+
+/// A button's text that accepts such a question: a short label (four words at most) with an
+/// accepting word and no word that backs out, or one that discards work ("Don't Save").
+pub fn accepts(text: &str) -> bool {
+    let words = text.split_whitespace().count();
+    (1..=4).contains(&words)
+        && !text.contains('?')
+        && (phrase(text, DISCARDS).is_some()
+            || (phrase(text, ACCEPT_WORDS).is_some() && phrase(text, BACK_OUT).is_none()))
+}
+
+/// A destructive or purchase confirmation on screen: a question of that kind (one line, or two
+/// lines one above the other, as a dialog wraps it) with a button that accepts it beside or
+/// below it. The question's first line and that button.
+pub fn destructive_dialog(targets: &[Target]) -> Option<(&Target, &Target)> {
+    let below = |q: &Target| {
+        targets
+            .iter()
+            .filter(|t| {
+                t.id != q.id
+                    && t.rect.y > q.rect.y
+                    && t.rect.y - q.rect.bottom() < q.rect.h.max(t.rect.h).max(8)
+                    && t.rect.x < q.rect.right()
+                    && q.rect.x < t.rect.right()
+            })
+            .min_by_key(|t| t.rect.y)
+    };
+    targets
+        .iter()
+        .filter(|q| {
+            destructive_question(&q.text)
+                || below(q).is_some_and(|n| destructive_question(&format!("{} {}", q.text, n.text)))
+        })
+        .find_map(|q| {
+            targets
+                .iter()
+                .find(|b| b.id != q.id && accepts(&b.text) && near_question(q, b))
+                .map(|b| (q, b))
+        })
+}
+
+/// Does `b` sit where a dialog puts the buttons of question `q` (beside or below it)?
+pub fn near_question(q: &Target, b: &Target) -> bool {
+    let qc = q.rect.centre();
+    b.rect.y + 10 >= q.rect.y
+        && (b.rect.centre().y - qc.y) < 500.0
+        && (b.rect.centre().x - qc.x).abs() < 700.0
 }
 
 pub fn masked(text: &str) -> bool {

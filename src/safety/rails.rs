@@ -6,13 +6,18 @@
 
 use std::fmt;
 
+use super::confirm::Yes;
 use super::phrases::{
-    destructive_combo, destructive_text, password_field, password_label, phrase,
-    DESTRUCTIVE_DIALOG, PURCHASE, SHELL_META,
+    accepts, destructive_combo, destructive_dialog, destructive_question, destructive_text,
+    near_question, password_field, password_label, phrase, DESTRUCTIVE_DIALOG, PURCHASE,
 };
-use crate::action::{Action, Batch, Combo, Direction, Modifier, Pos};
+use super::terminal::{destructive_line, Fed, Line};
+use crate::action::{Action, Batch, Combo, Direction, Pos};
 use crate::config::{Mode, Rails, MAX_ACTIONS_CEILING};
 use crate::geometry::{CapturePoint, ImagePoint, LogicalPoint, Mapping, Rect};
+use crate::keys::{
+    self, Effect, Keymap, Keysym, Press, ESCAPE, ISO_LEFT_TAB, KP_ENTER, RETURN, TAB,
+};
 use crate::perception::Target;
 
 /// Hard caps, not configurable.
@@ -34,6 +39,10 @@ pub struct Screen<'a> {
     /// The field an earlier batch gave the keyboard to, while its surroundings are still on
     /// screen ([`Focus::carried`]); `None` when not known.
     pub focus: Option<&'a Focus>,
+    /// The keyboard layout the presses are sent with.
+    pub keymap: &'a Keymap,
+    /// The focused terminal's command line as earlier batches left it (`None`: a new one).
+    pub line: Option<&'a Line>,
 }
 
 /// Where the keyboard went: the target last clicked (or a point, as an empty target there),
@@ -82,14 +91,17 @@ impl Focus {
     }
 }
 
-/// Keys after which the keyboard may be anywhere: the next field, a dialog's default, the
+/// Presses after which the keyboard may be anywhere: the next field, a dialog's default, the
 /// address bar.
-fn moves_focus(combo: &Combo) -> bool {
-    let plain = combo.modifiers.iter().all(|m| *m == Modifier::Shift);
-    matches!(
-        combo.key.as_str(),
-        "tab" | "iso_left_tab" | "enter" | "kp_enter" | "escape" | "f6"
-    ) || (!plain && matches!(combo.key.as_str(), "l" | "d" | "k" | "tab"))
+fn moves_focus(e: Effect) -> bool {
+    const F6: Keysym = 0xffc3;
+    match e {
+        Effect::Key(k) => matches!(k, TAB | ISO_LEFT_TAB | RETURN | KP_ENTER | ESCAPE | F6),
+        Effect::Shortcut(_, k) => {
+            matches!(k, TAB | ISO_LEFT_TAB) || [b'l', b'd', b'k'].iter().any(|c| k == *c as Keysym)
+        }
+        Effect::Char(_) => false,
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,11 +118,15 @@ pub enum Step {
         button: Button,
         count: u8,
     },
+    /// `presses`: the text as the keys the actuator sends, judged one by one.
     Type {
         text: String,
+        presses: Vec<Press>,
     },
+    /// `press`: the combo as the one press the actuator sends.
     Key {
         combo: Combo,
+        press: Press,
     },
     Scroll {
         direction: Direction,
@@ -141,7 +157,7 @@ impl fmt::Display for Step {
                 at.x,
                 at.y
             ),
-            Step::Type { text } => write!(
+            Step::Type { text, .. } => write!(
                 f,
                 "type {:?}",
                 if text.chars().count() > 40 {
@@ -150,7 +166,7 @@ impl fmt::Display for Step {
                     text.clone()
                 }
             ),
-            Step::Key { combo } => write!(f, "key {combo}"),
+            Step::Key { combo, .. } => write!(f, "key {combo}"),
             Step::Scroll {
                 direction,
                 amount,
@@ -200,25 +216,70 @@ fn refuse(rule: &'static str, action: Option<usize>, message: impl Into<String>)
 }
 
 /// A batch that passed every rail, with the reasons it needs a yes (destructive actions).
+/// Only [`check`] makes one: its fields are private.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checked {
-    pub steps: Vec<Step>,
+    steps: Vec<Step>,
     /// (1-based action, why it is destructive).
-    pub destructive: Vec<(usize, String)>,
+    destructive: Vec<(usize, String)>,
     /// Where the keyboard is once every step has run, when known.
-    pub focus: Option<Focus>,
+    focus: Option<Focus>,
+    /// The focused terminal's command line once every step has run (`None`: not a terminal).
+    line: Option<Line>,
+}
+
+impl Checked {
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+    pub fn destructive(&self) -> &[(usize, String)] {
+        &self.destructive
+    }
+    pub fn focus(&self) -> Option<&Focus> {
+        self.focus.as_ref()
+    }
+    /// What a yes is bound to: these steps and reasons, and no other batch's.
+    pub(super) fn digest(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        format!("{:?}{:?}", self.steps, self.destructive).hash(&mut h);
+        h.finish()
+    }
 }
 
 /// The only thing the actuator accepts. Its fields are private and it is built only by
-/// [`approve`], so an unchecked action cannot be expressed outside this module.
+/// [`approve`], so an unchecked action cannot be expressed outside this module:
+///
+/// ```compile_fail
+/// use voxdesk::safety::rails::{Approved, Step};
+/// let a = Approved { steps: vec![Step::Wait { ms: 1 }], focus: None, line: None };
+/// ```
+///
+/// Nor can a checked batch be made up: only [`check`] makes one.
+///
+/// ```compile_fail
+/// use voxdesk::safety::rails::Checked;
+/// let c = Checked { steps: vec![], destructive: vec![], focus: None, line: None };
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Approved {
     steps: Vec<Step>,
+    focus: Option<Focus>,
+    line: Option<Line>,
 }
 
 impl Approved {
     pub fn steps(&self) -> &[Step] {
         &self.steps
+    }
+    /// Where the keyboard is once it all ran, when known.
+    pub fn focus(&self) -> Option<&Focus> {
+        self.focus.as_ref()
+    }
+    /// The focused terminal's command line once it all ran (a yes given to a destructive line
+    /// is remembered with it, so Return on that same line is not asked again).
+    pub fn line(&self) -> Option<&Line> {
+        self.line.as_ref()
     }
 }
 
@@ -233,13 +294,15 @@ pub enum Decision {
     AskFirst(Vec<String>),
 }
 
-/// Decide after the checks. `confirmed` is the person's yes to this very batch.
-pub fn approve(checked: Checked, mode: Mode, rails: &Rails, confirmed: bool) -> Decision {
+/// Decide after the checks. `yes` is the person's answer to this very batch (a yes to another
+/// batch does not count).
+pub fn approve(checked: Checked, mode: Mode, rails: &Rails, yes: Option<&Yes>) -> Decision {
     let needs_yes = match mode {
         Mode::Observe => return Decision::Record,
         Mode::Confirm => true,
         Mode::Auto => !checked.destructive.is_empty() && !rails.allow_destructive,
     };
+    let confirmed = yes.is_some_and(|y| y.is_for(&checked));
     if needs_yes && !confirmed {
         let mut why: Vec<String> = checked
             .destructive
@@ -251,8 +314,14 @@ pub fn approve(checked: Checked, mode: Mode, rails: &Rails, confirmed: bool) -> 
         }
         return Decision::AskFirst(why);
     }
+    let mut line = checked.line;
+    if let (Some(l), true) = (line.as_mut(), confirmed) {
+        l.accept();
+    }
     Decision::Run(Approved {
         steps: checked.steps,
+        focus: checked.focus,
+        line,
     })
 }
 
@@ -284,12 +353,22 @@ pub fn check(
     {
         allowlist(screen.app, rails)?;
     }
+    let is_terminal = screen.app.is_some_and(|app| rails.is_terminal(app));
+    let stop = keys::lower_combo(stop_combo).map_err(|e| {
+        refuse(
+            "stop-combo",
+            None,
+            format!("the stop combination {stop_combo} cannot be judged: {e}"),
+        )
+    })?;
     let mut ctx = Ctx {
         screen,
         rails,
-        stop_combo,
-        is_terminal: screen.app.is_some_and(|app| rails.is_terminal(app)),
+        stop,
+        is_terminal,
+        dialog: destructive_dialog(screen.targets),
         focus: screen.focus.cloned(),
+        line: is_terminal.then(|| screen.line.cloned().unwrap_or_default()),
         destructive: Vec::new(),
     };
     let steps = batch
@@ -302,6 +381,7 @@ pub fn check(
         steps,
         destructive: ctx.destructive,
         focus: ctx.focus,
+        line: ctx.line,
     })
 }
 
@@ -309,11 +389,16 @@ pub fn check(
 struct Ctx<'a> {
     screen: &'a Screen<'a>,
     rails: &'a Rails,
-    stop_combo: &'a Combo,
+    /// The emergency stop's press.
+    stop: Press,
     is_terminal: bool,
+    /// A destructive or purchase confirmation on screen: its question and accepting button.
+    dialog: Option<(&'a Target, &'a Target)>,
     /// The field the keyboard goes to: the last clicked target (in this batch, or carried
     /// from an earlier one), `None` when not known.
     focus: Option<Focus>,
+    /// The terminal's command line as the presses so far leave it (a terminal only).
+    line: Option<Line>,
     destructive: Vec<(usize, String)>,
 }
 
@@ -431,7 +516,9 @@ impl<'a> Ctx<'a> {
 
     fn click(&mut self, n: usize, at: &Pos, button: Button, count: u8) -> Result<Step, Refusal> {
         let (lp, t, cp) = self.resolve_at(n, at)?;
-        if let Some(t) = t {
+        // A point clicked is whatever label lies under it.
+        let hit = t.or_else(|| self.screen.targets.iter().find(|t| t.rect.contains(cp)));
+        if let Some(t) = hit {
             if let Some(p) = phrase(&t.text, PURCHASE) {
                 return Err(refuse(
                     "purchase",
@@ -451,6 +538,21 @@ impl<'a> Ctx<'a> {
                         t.id, t.text
                     ),
                 ));
+            }
+            if let Some((q, _)) = self.dialog {
+                if accepts(&t.text) && t.id != q.id && near_question(q, t) {
+                    return Err(refuse(
+                        "destructive-dialog",
+                        Some(n),
+                        format!(
+                            "target {} {:?} accepts the question {:?}; do that yourself",
+                            t.id, t.text, q.text
+                        ),
+                    ));
+                }
+            }
+            if self.is_terminal && phrase(&t.text, &["paste"]).is_some() {
+                return Err(refuse("terminal-paste", Some(n), format!("target {} {:?} pastes text the rails cannot read into the terminal; type it instead", t.id, t.text)));
             }
         }
         // A point clicked is a field there, unnamed: the labels beside and above it say what
@@ -479,6 +581,28 @@ impl<'a> Ctx<'a> {
                 format!("`text` must be at most {MAX_TYPE_CHARS} characters, got {chars}"),
             ));
         }
+        let presses = keys::lower_text(text).map_err(|e| {
+            refuse(
+                "unsendable-text",
+                Some(n),
+                format!("`text` cannot be typed: {e}"),
+            )
+        })?;
+        self.presses(n, &presses, true)?;
+        if !self.is_terminal {
+            if let Some(w) = destructive_text(text) {
+                self.destructive.push((n, w));
+            }
+        }
+        Ok(Step::Type {
+            text: text.to_string(),
+            presses,
+        })
+    }
+
+    /// Is the keyboard going into a password field? Judged before the first character typed
+    /// and again after any press that moved the keyboard.
+    fn password(&self, n: usize) -> Result<(), Refusal> {
         let field = self.focus.as_ref().map(|f| &f.field);
         if let Some(why) = password_field(field, self.screen.targets) {
             return Err(refuse("password-field", Some(n), why));
@@ -491,60 +615,138 @@ impl<'a> Ctx<'a> {
                 return Err(refuse("password-field", Some(n), format!("a password field is on screen ({:?}, target {}) and voxdesk cannot tell which field has the keyboard: click the field to type into first", t.text, t.id)));
             }
         }
-        if self.is_terminal {
-            if let Some(c) = text.chars().find(|c| SHELL_META.contains(*c)) {
-                return Err(refuse("terminal-metachar", Some(n), format!("typing {c:?} into the terminal {:?} is refused (shell metacharacters: ; | & $ ` > < and newlines)", self.screen.app.unwrap_or(""))));
+        Ok(())
+    }
+
+    /// Judge presses by what they do in the focused application, in order: the stop and
+    /// forbidden combinations, a destructive confirmation accepted from the keyboard, the
+    /// terminal's command line, a password field, where the keyboard goes.
+    fn presses(&mut self, n: usize, presses: &[Press], typed: bool) -> Result<(), Refusal> {
+        let mut check_password = typed;
+        for &p in presses {
+            let e = self.screen.keymap.effect(p);
+            if p.keysym == self.stop.keysym && p.mods.covers(self.stop.mods) {
+                return Err(refuse(
+                    "stop-combo",
+                    Some(n),
+                    format!("{p} is the emergency stop combination; voxdesk never synthesizes it"),
+                ));
+            }
+            for f in &self.rails.forbidden_combos {
+                // A forbidden combination with more modifiers held is still that combination
+                // to most of what listens for it.
+                if keys::lower_combo(f)
+                    .is_ok_and(|fp| p.keysym == fp.keysym && p.mods.covers(fp.mods))
+                {
+                    return Err(refuse(
+                        "forbidden-combo",
+                        Some(n),
+                        format!("{p} is {f}, which is forbidden"),
+                    ));
+                }
+            }
+            if let Effect::Char(_) = e {
+                if check_password {
+                    self.password(n)?;
+                    check_password = false;
+                }
+            }
+            let accepts_default = matches!(e, Effect::Key(RETURN | KP_ENTER));
+            let presses_button = e == Effect::Char(' ') && self.focus.is_none();
+            if accepts_default && !self.is_terminal {
+                // Enter accepts whatever dialog is up: refuse it when the screen offers a
+                // purchase or a destructive confirmation.
+                if let Some(t) = self.screen.targets.iter().find(|t| {
+                    phrase(&t.text, PURCHASE).is_some()
+                        || phrase(&t.text, DESTRUCTIVE_DIALOG).is_some()
+                }) {
+                    return Err(refuse(
+                        "destructive-dialog",
+                        Some(n),
+                        format!(
+                            "{p} would accept {:?} (target {}); do that yourself",
+                            t.text, t.id
+                        ),
+                    ));
+                }
+            }
+            if (accepts_default || presses_button) && !self.is_terminal {
+                if let Some((q, b)) = self.dialog {
+                    return Err(refuse(
+                        "destructive-dialog",
+                        Some(n),
+                        format!(
+                            "{p} would answer {:?} (its {:?} button, target {}); do that yourself",
+                            q.text, b.text, b.id
+                        ),
+                    ));
+                }
+            }
+            if let Some(line) = self.line.as_mut() {
+                match line.feed(e) {
+                    Err(r) => return Err(refuse(r.rule, Some(n), format!("{} {}", r.message, in_app(self.screen.app)))),
+                    Ok(Fed::Runs { line: None, .. }) => self.destructive.push((n, format!("{p} runs a command line voxdesk could not follow (keys moved the cursor, completed or recalled text)"))),
+                    Ok(Fed::Runs { line: Some(l), approved }) => {
+                        if let Some(why) = destructive_line(&l).filter(|_| !approved) {
+                            self.destructive.push((n, format!("{p} runs it: {why}")));
+                        } else if is_yes(&l) {
+                            if let Some(q) = self.screen.targets.iter().find(|t| destructive_question(&t.text)) {
+                                self.destructive.push((n, format!("{p} answers {:?} with {l:?}", q.text)));
+                            }
+                        }
+                    }
+                    Ok(Fed::Edit) => {}
+                }
+            }
+            if moves_focus(e) {
+                self.focus = None;
+                check_password = true;
             }
         }
-        if let Some(w) = destructive_text(text) {
-            self.destructive.push((n, w));
+        // A command line that now reads as destructive needs its yes before it is typed, not
+        // only when it runs (a yes given here is remembered for its Return).
+        if let Some(why) = self
+            .line
+            .as_ref()
+            .and_then(|l| l.pending())
+            .and_then(destructive_line)
+        {
+            self.destructive
+                .push((n, format!("the command line becomes {why}")));
         }
-        Ok(Step::Type {
-            text: text.to_string(),
-        })
+        Ok(())
     }
 
     fn key(&mut self, n: usize, combo: &Combo) -> Result<Step, Refusal> {
-        if moves_focus(combo) {
-            self.focus = None;
-        }
-        if covers(combo, self.stop_combo) {
-            return Err(refuse(
-                "stop-combo",
+        let press = keys::lower_combo(combo).map_err(|e| {
+            refuse(
+                "unsendable-key",
                 Some(n),
-                format!("{combo} is the emergency stop combination; voxdesk never synthesizes it"),
-            ));
-        }
-        if let Some(f) = self.rails.forbidden_combos.iter().find(|f| *f == combo) {
-            return Err(refuse(
-                "forbidden-combo",
-                Some(n),
-                format!("{f} is forbidden"),
-            ));
-        }
-        if combo.key == "enter" && combo.modifiers.is_empty() {
-            // Enter accepts whatever dialog is up: refuse it when the screen offers a purchase
-            // or a destructive confirmation.
-            if let Some(t) = self.screen.targets.iter().find(|t| {
-                phrase(&t.text, PURCHASE).is_some() || phrase(&t.text, DESTRUCTIVE_DIALOG).is_some()
-            }) {
-                return Err(refuse(
-                    "destructive-dialog",
-                    Some(n),
-                    format!(
-                        "Enter would accept {:?} (target {}); do that yourself",
-                        t.text, t.id
-                    ),
-                ));
-            }
-        }
+                format!("`combo` {combo} cannot be sent: {e}"),
+            )
+        })?;
+        self.presses(n, &[press], false)?;
         if let Some(w) = destructive_combo(combo) {
             self.destructive.push((n, w));
         }
         Ok(Step::Key {
             combo: combo.clone(),
+            press,
         })
     }
+}
+
+/// "in the terminal XTerm" for a refusal's message.
+fn in_app(app: Option<&str>) -> String {
+    format!("(in the terminal {:?})", app.unwrap_or(""))
+}
+
+/// A terminal answer that says yes to a prompt.
+fn is_yes(line: &str) -> bool {
+    matches!(
+        line.trim().to_lowercase().as_str(),
+        "y" | "yes" | "o" | "ok" | "j" | "ja"
+    )
 }
 
 fn allowlist(app: Option<&str>, rails: &Rails) -> Result<(), Refusal> {
@@ -584,17 +786,28 @@ fn contains(r: &Rect, p: LogicalPoint) -> bool {
     })
 }
 
-/// Does pressing `combo` hold every key of the stop combination?
-fn covers(combo: &Combo, stop: &Combo) -> bool {
-    combo.key == stop.key && stop.modifiers.iter().all(|m| combo.modifiers.contains(m))
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::phrases::masked;
     use super::*;
     use crate::action::parse_batch;
     use crate::config::Settings;
+
+    fn yes_to(c: &Checked) -> Yes {
+        let q = crate::safety::confirm::Question::about(c, "", vec![]);
+        crate::safety::confirm::ask(
+            &mut crate::safety::confirm::AssumeYes,
+            &q,
+            c,
+            &crate::safety::latch::StopLatch::default(),
+        )
+        .unwrap()
+    }
+
+    fn us() -> &'static Keymap {
+        static US: std::sync::OnceLock<Keymap> = std::sync::OnceLock::new();
+        US.get_or_init(Keymap::us)
+    }
 
     fn t(id: u32, text: &str, x: i32, y: i32) -> Target {
         Target {
@@ -634,6 +847,8 @@ mod tests {
             mapping: Mapping::new((1280, 720), (1920, 1080), (0, 0), (1920, 1080)).unwrap(),
             app: Some(app),
             focus: None,
+            keymap: us(),
+            line: None,
         };
         check(
             &parse_batch(json).unwrap(),
@@ -696,6 +911,8 @@ mod tests {
                 mapping: page,
                 app: Some(app),
                 focus,
+                keymap: us(),
+                line: None,
             };
             check(&parse_batch(json).unwrap(), &screen, &rails(), &stop)
         };
@@ -761,16 +978,11 @@ mod tests {
             mapping: Mapping::new((1920, 1080), (1920, 1080), (0, 0), (1920, 1080)).unwrap(),
             app: Some("XTerm"),
             focus: None,
+            keymap: us(),
+            line: None,
         };
         let stop = crate::action::parse_combo("ctrl+alt+escape").unwrap();
-        for text in [
-            "ls | wc",
-            "echo $HOME",
-            "a && b",
-            "cat > f",
-            "x`y`",
-            "line\\n",
-        ] {
+        for text in ["ls | wc", "echo $HOME", "a && b", "cat > f", "x`y`"] {
             let json = format!(
                 r#"{{"actions":[{{"action":"type","text":{}}}]}}"#,
                 serde_json::to_string(&text.replace("\\n", "\n")).unwrap()
@@ -788,21 +1000,33 @@ mod tests {
         assert_eq!(ok.destructive.len(), 1);
         let r = rails();
         assert!(matches!(
-            approve(ok.clone(), Mode::Auto, &r, false),
+            approve(ok.clone(), Mode::Auto, &r, None),
             Decision::AskFirst(_)
         ));
         assert!(matches!(
-            approve(ok.clone(), Mode::Auto, &r, true),
+            approve(ok.clone(), Mode::Auto, &r, Some(&yes_to(&ok))),
             Decision::Run(_)
         ));
+        // A yes to another batch is no yes to this one.
+        let other = check(
+            &parse_batch(r#"{"actions":[{"action":"type","text":"rm other.txt"}]}"#).unwrap(),
+            &screen,
+            &rails(),
+            &stop,
+        )
+        .unwrap();
+        assert!(matches!(
+            approve(ok.clone(), Mode::Auto, &r, Some(&yes_to(&other))),
+            Decision::AskFirst(_)
+        ));
         assert_eq!(
-            approve(ok.clone(), Mode::Observe, &r, true),
+            approve(ok.clone(), Mode::Observe, &r, None),
             Decision::Record
         );
         let mut allow = rails();
         allow.allow_destructive = true;
         assert!(matches!(
-            approve(ok, Mode::Auto, &allow, false),
+            approve(ok, Mode::Auto, &allow, None),
             Decision::Run(_)
         ));
     }
@@ -820,6 +1044,8 @@ mod tests {
             mapping,
             app: Some("gedit"),
             focus: None,
+            keymap: us(),
+            line: None,
         };
         assert_eq!(
             check(&b, &stale, &rails(), &stop).unwrap_err().rule,
@@ -832,6 +1058,8 @@ mod tests {
             mapping,
             app: Some("gedit"),
             focus: None,
+            keymap: us(),
+            line: None,
         };
         let mut none = rails();
         none.allow_apps.clear();
@@ -880,6 +1108,8 @@ mod tests {
             mapping,
             app: Some("gedit"),
             focus: None,
+            keymap: us(),
+            line: None,
         };
         let stop = crate::action::parse_combo("ctrl+alt+escape").unwrap();
         let r = check(
@@ -897,6 +1127,8 @@ mod tests {
             mapping,
             app: Some("Firefox"),
             focus: None,
+            keymap: us(),
+            line: None,
         };
         assert_eq!(
             check(
@@ -946,5 +1178,398 @@ mod tests {
         );
         assert!(masked("● ● ● ●"));
         assert!(!masked("**"));
+    }
+
+    /// Run batches one after another on one screen, the terminal's line and the keyboard
+    /// carried between them as the desk carries them (a batch that waits for a yes has not
+    /// run), a yes given to each when `yes`. The first refusal's rule, or every destructive
+    /// reason any batch was asked about.
+    fn session(
+        app: &str,
+        targets: &[Target],
+        batches: &[&str],
+        yes: bool,
+    ) -> Result<Vec<String>, &'static str> {
+        let mapping = Mapping::new((1920, 1080), (1920, 1080), (0, 0), (1920, 1080)).unwrap();
+        let stop = crate::action::parse_combo("ctrl+alt+escape").unwrap();
+        let mut line: Option<Line> = None;
+        let mut focus: Option<Focus> = None;
+        let mut asked = Vec::new();
+        for b in batches {
+            let screen = Screen {
+                observation_id: "o",
+                latest_id: "o",
+                targets,
+                mapping,
+                app: Some(app),
+                focus: focus.as_ref(),
+                keymap: us(),
+                line: line.as_ref(),
+            };
+            let batch = parse_batch(b).unwrap_or_else(|e| panic!("{b}: {e}"));
+            let c = match check(&batch, &screen, &rails(), &stop) {
+                Ok(c) => c,
+                Err(r) => return Err(r.rule),
+            };
+            asked.extend(c.destructive.iter().map(|d| d.1.clone()));
+            let y = yes.then(|| yes_to(&c));
+            match approve(c, Mode::Auto, &rails(), y.as_ref()) {
+                Decision::Run(a) => {
+                    line = a.line().cloned();
+                    focus = a.focus().cloned();
+                }
+                Decision::AskFirst(_) => {}
+                Decision::Record => unreachable!(),
+            }
+        }
+        Ok(asked)
+    }
+
+    fn act(actions: &[&str]) -> String {
+        format!(r#"{{"actions":[{}]}}"#, actions.join(","))
+    }
+    fn ty(text: &str) -> String {
+        format!(
+            r#"{{"action":"type","text":{}}}"#,
+            serde_json::to_string(text).unwrap()
+        )
+    }
+    fn key(combo: &str) -> String {
+        format!(
+            r#"{{"action":"key","combo":{}}}"#,
+            serde_json::to_string(combo).unwrap()
+        )
+    }
+
+    /// Every bypass of issue 29's table: each got through before, and each is refused or asked
+    /// about now, judged by what the keys do.
+    #[test]
+    fn the_bypasses_judge_effects_not_spellings() {
+        let prompt = vec![t(1, "ada@host:~$", 10, 10)];
+        let refused = |batches: &[String], rule: &str| {
+            let bs: Vec<&str> = batches.iter().map(String::as_str).collect();
+            assert_eq!(
+                session("XTerm", &prompt, &bs, false).err(),
+                Some(rule),
+                "{batches:?}"
+            );
+        };
+        // Metacharacters sent as keys, whatever the spelling.
+        refused(
+            &[act(&[
+                &ty("echo a"),
+                &key(";"),
+                &ty(" touch /tmp/x"),
+                &key("enter"),
+            ])],
+            "terminal-metachar",
+        );
+        for k in [
+            "|", "shift+\\", "$", "shift+4", ">", "shift+.", "&", "shift+7", "`", "<", "shift+,",
+        ] {
+            refused(&[act(&[&ty("echo a"), &key(k)])], "terminal-metachar");
+        }
+        // Pasting text the rails cannot read.
+        refused(&[act(&[&key("shift+insert")])], "terminal-paste");
+        refused(&[act(&[&key("ctrl+shift+v")])], "terminal-paste");
+        // Forbidden and stop combos spelled with control characters, and supersets.
+        let gedit = vec![t(1, "Untitled", 10, 10)];
+        let combo = |c: &str| session("gedit", &gedit, &[&act(&[&key(c)])], false);
+        assert_eq!(combo("ctrl+alt+\u{7f}").unwrap_err(), "forbidden-combo");
+        assert_eq!(combo("ctrl+alt+\u{1b}").unwrap_err(), "stop-combo");
+        assert_eq!(combo("alt+shift+f4").unwrap_err(), "forbidden-combo");
+        assert_eq!(combo("super+alt+ctrl+del").unwrap_err(), "forbidden-combo");
+        assert_eq!(
+            combo("ctrl+\u{8}").unwrap().len(),
+            1,
+            "ctrl+backspace needs a yes"
+        );
+        assert!(
+            parse_batch(&act(&[&key("ctrl+\u{3}")])).is_err(),
+            "no key has that name"
+        );
+        // A control character in typed text that has no key is refused, not sent.
+        assert_eq!(
+            session("gedit", &gedit, &[&act(&[&ty("a\u{3}b")])], false).unwrap_err(),
+            "unsendable-text"
+        );
+        // Destructive commands split across actions and batches, quoted, escaped.
+        let asked = |batches: &[String]| {
+            let bs: Vec<&str> = batches.iter().map(String::as_str).collect();
+            let r = session("XTerm", &prompt, &bs, false).unwrap();
+            assert!(!r.is_empty(), "{batches:?} ran with no yes");
+        };
+        asked(&[act(&[&ty("r"), &ty("m -rf DIR"), &key("enter")])]);
+        asked(&[
+            act(&[&ty("r")]),
+            act(&[&ty("m -rf DIR")]),
+            act(&[&key("enter")]),
+        ]);
+        asked(&[act(&[&ty("rm")]), act(&[&ty(" -rf DIR"), &key("enter")])]);
+        asked(&[act(&[&ty("\"rm\" -rf DIR\n")])]);
+        asked(&[act(&[
+            &key("r"),
+            &key("m"),
+            &key("space"),
+            &key("x"),
+            &key("enter"),
+        ])]);
+        asked(&[act(&[&ty("find . -delete\r")])]);
+        // Keys the line cannot follow make Return need a yes.
+        asked(&[
+            act(&[&ty("mr x"), &key("home"), &key("delete")]),
+            act(&[&key("enter")]),
+        ]);
+        asked(&[act(&[&key("up"), &key("enter")])]);
+        asked(&[act(&[&ty("sh"), &key("tab"), &key("ctrl+m")])]);
+        // A yes given to the line is a yes to its Return in the next batch, and not to another
+        // line.
+        let bs = [act(&[&ty("rm notes.txt")]), act(&[&key("enter")])];
+        let r = session("XTerm", &prompt, &[&bs[0], &bs[1]], true).unwrap();
+        assert_eq!(r.len(), 1, "asked once, when typed: {r:?}");
+        // Ordinary commands run without a yes.
+        let ok = session(
+            "XTerm",
+            &prompt,
+            &[&act(&[
+                &ty("ls -l"),
+                &key("backspace"),
+                &ty("a\n"),
+                &ty("echo hi"),
+                &key("enter"),
+            ])],
+            false,
+        )
+        .unwrap();
+        assert!(ok.is_empty(), "{ok:?}");
+        // A terminal prompt's yes to a destructive question.
+        let asking = vec![t(1, "Remove 3 packages? [y/N]", 10, 10)];
+        let r = session("XTerm", &asking, &[&act(&[&ty("y\n")])], false).unwrap();
+        assert_eq!(r.len(), 1, "{r:?}");
+    }
+
+    #[test]
+    fn a_destructive_dialog_is_read_from_its_question_and_buttons() {
+        let dialog = vec![
+            t(1, "Delete folder “keep” and everything in it?", 700, 400),
+            t(2, "Cancel", 800, 520),
+            t(3, "Delete", 900, 520),
+        ];
+        let one = |targets: &[Target], a: &str| session("gedit", targets, &[&act(&[a])], false);
+        assert_eq!(
+            one(&dialog, r#"{"action":"click","target":3}"#).unwrap_err(),
+            "destructive-dialog"
+        );
+        // A point on the button is the button.
+        assert_eq!(
+            one(&dialog, r#"{"action":"click","x":930,"y":528}"#).unwrap_err(),
+            "destructive-dialog"
+        );
+        for a in [
+            key("enter"),
+            key("kp_enter"),
+            key("space"),
+            ty("\r"),
+            ty("\n"),
+            ty(" "),
+        ] {
+            assert_eq!(one(&dialog, &a).unwrap_err(), "destructive-dialog", "{a}");
+        }
+        assert!(
+            one(&dialog, r#"{"action":"click","target":2}"#).is_ok(),
+            "Cancel is fine"
+        );
+        assert!(one(&dialog, &key("escape")).is_ok());
+        // Two lines as a dialog wraps them, and a save prompt's Don't Save.
+        let wrapped = vec![
+            t(1, "Are you sure you want to permanently", 700, 400),
+            t(2, "erase the selected items?", 700, 418),
+            t(3, "OK", 900, 520),
+        ];
+        assert_eq!(
+            one(&wrapped, r#"{"action":"click","target":3}"#).unwrap_err(),
+            "destructive-dialog"
+        );
+        let save = vec![
+            t(1, "Save changes to “notes” before closing?", 700, 400),
+            t(2, "Don't Save", 700, 520),
+            t(3, "Cancel", 800, 520),
+            t(4, "Save", 900, 520),
+        ];
+        assert_eq!(
+            one(&save, r#"{"action":"click","target":2}"#).unwrap_err(),
+            "destructive-dialog"
+        );
+        assert!(
+            one(&save, r#"{"action":"click","target":4}"#).is_ok(),
+            "Save is fine"
+        );
+        // The same buttons with no such question, and such words with no question: no dialog.
+        let toolbar = vec![t(1, "Delete", 10, 10), t(2, "Rename", 100, 10)];
+        assert!(one(&toolbar, r#"{"action":"click","target":1}"#).is_ok());
+        assert!(one(&toolbar, &key("enter")).is_ok());
+        let address = vec![t(1, "example.com/delete?id=3", 10, 10), t(2, "OK", 10, 200)];
+        assert!(one(&address, r#"{"action":"click","target":2}"#).is_ok());
+        // The old phrase rule still holds, now for a typed Return too.
+        let trash = vec![
+            t(1, "Empty all items from Trash?", 700, 400),
+            t(2, "Empty Trash", 900, 520),
+        ];
+        assert_eq!(one(&trash, &ty("\r")).unwrap_err(), "destructive-dialog");
+    }
+
+    #[test]
+    fn newlines_are_typed_as_return_not_dropped() {
+        let gedit = vec![t(1, "Untitled", 10, 10)];
+        let mapping = Mapping::new((1920, 1080), (1920, 1080), (0, 0), (1920, 1080)).unwrap();
+        let screen = Screen {
+            observation_id: "o",
+            latest_id: "o",
+            targets: &gedit,
+            mapping,
+            app: Some("gedit"),
+            focus: None,
+            keymap: us(),
+            line: None,
+        };
+        let stop = crate::action::parse_combo("ctrl+alt+escape").unwrap();
+        let b = parse_batch(r#"{"actions":[{"action":"type","text":"milk\neggs\n"}]}"#).unwrap();
+        let c = check(&b, &screen, &rails(), &stop).unwrap();
+        let Step::Type { presses, .. } = &c.steps[0] else {
+            panic!()
+        };
+        let ks: Vec<_> = presses.iter().map(|p| p.keysym).collect();
+        assert_eq!(ks.iter().filter(|k| **k == RETURN).count(), 2);
+        assert_eq!(ks.len(), 10);
+        assert!(session("gedit", &gedit, &[&act(&[&ty("a\tb")])], false).is_ok());
+    }
+
+    /// An independent model of what bash's readline does with the same keys (cursor, kill
+    /// keys, history and completion as unknowable), to hold the rails to.
+    #[derive(Clone, Default)]
+    struct Readline {
+        buf: Vec<char>,
+        cur: usize,
+        /// History, completion or a yank put text on the line nobody can know.
+        unknowable: bool,
+    }
+
+    impl Readline {
+        /// One key; the line run, when it was Return.
+        fn key(&mut self, e: Effect) -> Option<(String, bool)> {
+            let c = |k: char| Effect::Shortcut(crate::keys::Mods::CTRL, k as u32);
+            match e {
+                Effect::Char(ch) => {
+                    self.buf.insert(self.cur, ch);
+                    self.cur += 1;
+                }
+                Effect::Key(RETURN) | Effect::Key(KP_ENTER) => return Some(self.run()),
+                x if x == c('j') || x == c('m') => return Some(self.run()),
+                Effect::Key(crate::keys::BACKSPACE) if self.cur > 0 => {
+                    self.cur -= 1;
+                    self.buf.remove(self.cur);
+                }
+                Effect::Key(crate::keys::DELETE) if self.cur < self.buf.len() => {
+                    self.buf.remove(self.cur);
+                }
+                Effect::Key(0xff51) => self.cur = self.cur.saturating_sub(1),
+                Effect::Key(0xff53) => self.cur = (self.cur + 1).min(self.buf.len()),
+                Effect::Key(0xff50) => self.cur = 0,
+                Effect::Key(0xff57) => self.cur = self.buf.len(),
+                x if x == c('a') => self.cur = 0,
+                x if x == c('e') => self.cur = self.buf.len(),
+                x if x == c('u') => {
+                    self.buf.drain(..self.cur);
+                    self.cur = 0;
+                }
+                x if x == c('k') => self.buf.truncate(self.cur),
+                x if x == c('w') => {
+                    let mut i = self.cur;
+                    while i > 0 && self.buf[i - 1] == ' ' {
+                        i -= 1;
+                    }
+                    while i > 0 && self.buf[i - 1] != ' ' {
+                        i -= 1;
+                    }
+                    self.buf.drain(i..self.cur);
+                    self.cur = i;
+                }
+                x if x == c('c') => *self = Readline::default(),
+                Effect::Key(crate::keys::BACKSPACE | crate::keys::DELETE) => {}
+                _ => self.unknowable = true,
+            }
+            None
+        }
+        fn run(&mut self) -> (String, bool) {
+            let r = (self.buf.iter().collect(), self.unknowable);
+            *self = Readline::default();
+            r
+        }
+    }
+
+    use proptest::prelude::{prop_assert, Strategy};
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+        /// Random `type`/`key` sequences in random batches into a terminal: whatever runs
+        /// without a yes has no metacharacter and no `rm` on its line, and was a line that can
+        /// be known.
+        #[test]
+        fn nothing_runs_in_a_terminal_without_a_yes_that_should_not(
+            batches in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::prop_oneof![
+                        "[rmlsx \\-\"'\\\\;|$>&\n]{1,6}".prop_map(|t| ty(&t)),
+                        proptest::sample::select(vec![
+                            "backspace", "delete", "left", "right", "home", "end", "ctrl+a",
+                            "ctrl+e", "ctrl+u", "ctrl+k", "ctrl+w", "ctrl+c", "enter", "ctrl+j",
+                            "ctrl+m", "tab", "up", "ctrl+y", "shift+\\", "shift+4", ";", "r",
+                            "m", "space", "shift+7", "kp_enter", "escape",
+                        ]).prop_map(|k: &str| key(k)),
+                    ],
+                    1..6,
+                ),
+                1..6,
+            )
+        ) {
+            let prompt = vec![t(1, "ada@host:~$", 10, 10)];
+            let mapping = Mapping::new((1920, 1080), (1920, 1080), (0, 0), (1920, 1080)).unwrap();
+            let stop = crate::action::parse_combo("ctrl+alt+escape").unwrap();
+            let mut line: Option<Line> = None;
+            let mut shell = Readline::default();
+            for actions in &batches {
+                let refs: Vec<&str> = actions.iter().map(String::as_str).collect();
+                let batch = parse_batch(&act(&refs)).unwrap();
+                let screen = Screen {
+                    observation_id: "o",
+                    latest_id: "o",
+                    targets: &prompt,
+                    mapping,
+                    app: Some("XTerm"),
+                    focus: None,
+                    keymap: us(),
+                    line: line.as_ref(),
+                };
+                let Ok(c) = check(&batch, &screen, &rails(), &stop) else { continue };
+                let Decision::Run(a) = approve(c, Mode::Auto, &rails(), None) else { continue };
+                // It runs: the shell gets every key the actuator sends.
+                for st in a.steps() {
+                    let presses = match st {
+                        Step::Type { presses, .. } => presses.clone(),
+                        Step::Key { press, .. } => vec![*press],
+                        _ => vec![],
+                    };
+                    for p in presses {
+                        if let Some((ran, unknowable)) = shell.key(us().effect(p)) {
+                            prop_assert!(!unknowable, "ran a line nobody could know: {ran:?} in {batches:?}");
+                            prop_assert!(!ran.contains(|c| ";|&$`<>".contains(c)), "ran {ran:?} in {batches:?}");
+                            let words: String = ran.chars().filter(|c| !matches!(c, '\'' | '"' | '\\')).collect();
+                            prop_assert!(!words.split_whitespace().any(|w| w == "rm"), "ran {ran:?} in {batches:?}");
+                        }
+                    }
+                }
+                line = a.line().cloned();
+            }
+        }
     }
 }

@@ -284,6 +284,8 @@ pub struct FocusedWindow {
     pub app: String,
     pub title: String,
     pub pid: Option<u32>,
+    /// The X window id.
+    pub id: Option<u32>,
 }
 
 /// The focused window, `Ok(None)` when none has focus. Fails without a window manager
@@ -297,6 +299,7 @@ pub fn focused_window() -> Result<Option<FocusedWindow>, CaptureError> {
                 app: w.app_name().unwrap_or_default(),
                 title: w.title().unwrap_or_default(),
                 pid: w.pid().ok(),
+                id: w.id().ok(),
             }));
         }
     }

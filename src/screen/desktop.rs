@@ -89,6 +89,33 @@ fn wm_name(
     }))
 }
 
+/// The keyboard layout the X server has now, as the actuator will meet it.
+pub fn keymap() -> Result<crate::keys::Keymap, DisplayError> {
+    let display = std::env::var("DISPLAY")
+        .ok()
+        .filter(|d| !d.is_empty())
+        .ok_or(DisplayError::NoDisplay)?;
+    let req = |e: &dyn std::fmt::Display| DisplayError::Request {
+        display: display.clone(),
+        reason: e.to_string(),
+    };
+    let (conn, _) = x11rb::connect(Some(&display)).map_err(|e| DisplayError::Unreachable {
+        display: display.clone(),
+        reason: e.to_string(),
+    })?;
+    let setup = conn.setup();
+    let (min, max) = (setup.min_keycode, setup.max_keycode);
+    let map = conn
+        .get_keyboard_mapping(min, max - min + 1)
+        .map_err(|e| req(&e))?
+        .reply()
+        .map_err(|e| req(&e))?;
+    Ok(crate::keys::Keymap::from_table(
+        &map.keysyms,
+        map.keysyms_per_keycode as usize,
+    ))
+}
+
 /// A window the X server shows: a top-level child of the root (a window manager's frame, a
 /// menu, a tooltip), in root coordinates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

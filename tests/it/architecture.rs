@@ -80,7 +80,7 @@ fn each_device_crate_has_one_owner() {
 #[test]
 fn layers_only_use_the_layers_below() {
     let order: &[&[&str]] = &[
-        &["geometry", "action", "config", "private"],
+        &["geometry", "action", "config", "keys", "private"],
         &["perception"],
         &["screen"],
         &["safety"],
@@ -118,7 +118,9 @@ fn pure_cores_touch_no_files_processes_threads_or_clocks() {
     let pure = [
         "geometry.rs",
         "action.rs",
+        "keys.rs",
         "safety/rails.rs",
+        "safety/terminal.rs",
         "safety/phrases.rs",
         "agent/policy.rs",
         "desk/verify.rs",
