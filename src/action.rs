@@ -848,9 +848,31 @@ mod proptests {
             prop::sample::select(vec![-1.0, 0.5, 100.5, 1e30, -1e308, f64::MAX])
                 .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
             prop::sample::select(vec![
-                "", "up", "down", "left", "right", "sideways", "ctrl+s", "Ctrl+Shift+S", "ctrl++",
-                "++", "+", "plus", "F24", "f25", "f0", "\u{212A}", "ctrl+\u{212A}", "İ", "alt+İ",
-                "e\u{301}", "😀", "ctrl+😀", "א", "hello", "obs-1",
+                "",
+                "up",
+                "down",
+                "left",
+                "right",
+                "sideways",
+                "ctrl+s",
+                "Ctrl+Shift+S",
+                "ctrl++",
+                "++",
+                "+",
+                "plus",
+                "F24",
+                "f25",
+                "f0",
+                "\u{212A}",
+                "ctrl+\u{212A}",
+                "İ",
+                "alt+İ",
+                "e\u{301}",
+                "😀",
+                "ctrl+😀",
+                "א",
+                "hello",
+                "obs-1",
             ])
             .prop_map(|s| Value::String(s.into())),
             ".{0,10}".prop_map(Value::String),
@@ -864,9 +886,7 @@ mod proptests {
             (prop::sample::select(vec!["target", "x", "y", "z"]), field()),
             0..4,
         )
-        .prop_map(|kv| {
-            Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
-        })
+        .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()))
     }
 
     /// One entry of `actions`: a known or unknown name, and any of the fields, right or not.
@@ -881,8 +901,17 @@ mod proptests {
         let fields = prop::collection::vec(
             (
                 prop::sample::select(vec![
-                    "target", "x", "y", "text", "combo", "direction", "amount", "ms", "from",
-                    "to", "extra",
+                    "target",
+                    "x",
+                    "y",
+                    "text",
+                    "combo",
+                    "direction",
+                    "amount",
+                    "ms",
+                    "from",
+                    "to",
+                    "extra",
                 ]),
                 prop_oneof![3 => field(), 1 => place()],
             ),

@@ -701,7 +701,13 @@ mod tests {
     #[test]
     fn a_go_away_of_1_5e19_seconds_is_capped_before_it_reaches_a_clock() {
         // 1.5e19 s fit a Duration but not `Instant + Duration`: the session panicked adding it.
-        for t in ["1.5e19s", "18446744073709551615s", "infs", "86401s", "1e308s"] {
+        for t in [
+            "1.5e19s",
+            "18446744073709551615s",
+            "infs",
+            "86401s",
+            "1e308s",
+        ] {
             assert_eq!(proto_duration(t), Some(MAX_TIME_LEFT), "{t}");
         }
         assert_eq!(
@@ -747,10 +753,7 @@ mod proptests {
     fn decodes(frame: &[u8]) -> Result<(), TestCaseError> {
         if let Ok(events) = decode(frame) {
             for e in events {
-                if let ServerEvent::GoAway {
-                    time_left: Some(d),
-                } = e
-                {
+                if let ServerEvent::GoAway { time_left: Some(d) } = e {
                     prop_assert!(d <= MAX_TIME_LEFT, "{d:?}");
                 }
             }

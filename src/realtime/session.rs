@@ -702,7 +702,10 @@ impl Net {
 
 /// When to leave a connection the server said `goAway` on: the time it names is capped
 /// ([`go_away_within`]), so the sum cannot overflow the clock whatever the server sends.
-fn leave_by_after_go_away(now: tokio::time::Instant, left: Option<Duration>) -> tokio::time::Instant {
+fn leave_by_after_go_away(
+    now: tokio::time::Instant,
+    left: Option<Duration>,
+) -> tokio::time::Instant {
     let within = go_away_within(left);
     now.checked_add(within).unwrap_or(now)
 }

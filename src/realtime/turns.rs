@@ -272,7 +272,10 @@ mod tests {
         );
         assert_eq!(go_away_within(None), Duration::from_millis(4_500));
         assert_eq!(go_away_within(Some(Duration::ZERO)), Duration::ZERO);
-        for huge in [Duration::MAX, Duration::from_secs(15_000_000_000_000_000_000)] {
+        for huge in [
+            Duration::MAX,
+            Duration::from_secs(15_000_000_000_000_000_000),
+        ] {
             assert_eq!(go_away_within(Some(huge)), GO_AWAY_MAX);
         }
     }

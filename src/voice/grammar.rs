@@ -1433,7 +1433,12 @@ mod tests {
     }
 
     fn mode() -> impl Strategy<Value = Mode> {
-        prop::sample::select(vec![Mode::Commands, Mode::Confirm, Mode::Asleep, Mode::StopOnly])
+        prop::sample::select(vec![
+            Mode::Commands,
+            Mode::Confirm,
+            Mode::Asleep,
+            Mode::StopOnly,
+        ])
     }
 
     proptest! {
