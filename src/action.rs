@@ -861,3 +861,198 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A value where a field's value goes: right-looking ones and hostile ones (ids past u32,
+    /// negative, fractional, huge, text whose lower case is another length).
+    fn field() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            prop::sample::select(vec![
+                0u64,
+                1,
+                3,
+                500,
+                u64::from(u32::MAX),
+                u64::from(u32::MAX) + 1,
+                u64::MAX,
+            ])
+            .prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            prop::sample::select(vec![-1.0, 0.5, 100.5, 1e30, -1e308, f64::MAX])
+                .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+            prop::sample::select(vec![
+                "",
+                "up",
+                "down",
+                "left",
+                "right",
+                "sideways",
+                "ctrl+s",
+                "Ctrl+Shift+S",
+                "ctrl++",
+                "++",
+                "+",
+                "plus",
+                "F24",
+                "f25",
+                "f0",
+                "\u{212A}",
+                "ctrl+\u{212A}",
+                "İ",
+                "alt+İ",
+                "e\u{301}",
+                "😀",
+                "ctrl+😀",
+                "א",
+                "hello",
+                "obs-1",
+            ])
+            .prop_map(|s| Value::String(s.into())),
+            ".{0,10}".prop_map(Value::String),
+            prop::collection::vec(".{0,4}".prop_map(Value::String), 0..3).prop_map(Value::Array),
+        ]
+    }
+
+    /// A position object or something near it.
+    fn place() -> impl Strategy<Value = Value> {
+        prop::collection::vec(
+            (prop::sample::select(vec!["target", "x", "y", "z"]), field()),
+            0..4,
+        )
+        .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()))
+    }
+
+    /// One entry of `actions`: a known or unknown name, and any of the fields, right or not.
+    fn action() -> impl Strategy<Value = Value> {
+        let name = prop_oneof![
+            4 => prop::sample::select(vec![
+                "click", "double_click", "right_click", "type", "key", "scroll", "drag", "wait",
+            ])
+            .prop_map(Value::from),
+            1 => field(),
+        ];
+        let fields = prop::collection::vec(
+            (
+                prop::sample::select(vec![
+                    "target",
+                    "x",
+                    "y",
+                    "text",
+                    "combo",
+                    "direction",
+                    "amount",
+                    "ms",
+                    "from",
+                    "to",
+                    "extra",
+                ]),
+                prop_oneof![3 => field(), 1 => place()],
+            ),
+            0..5,
+        );
+        (prop::option::weighted(0.95, name), fields).prop_map(|(name, kv)| {
+            let mut o: Map<String, Value> =
+                kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            if let Some(n) = name {
+                o.insert("action".into(), n);
+            }
+            Value::Object(o)
+        })
+    }
+
+    /// Arguments shaped like the `act` tool's, any part of them wrong.
+    fn batch() -> impl Strategy<Value = Value> {
+        let expect = prop::collection::vec(
+            (
+                prop::sample::select(vec!["appears", "shows", "disappears", "changes", "other"]),
+                field(),
+            ),
+            0..4,
+        )
+        .prop_map(|kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()));
+        (
+            prop::option::of(field()),
+            prop_oneof![
+                6 => prop::collection::vec(action(), 0..6).prop_map(Value::Array),
+                1 => field(),
+            ],
+            prop::option::of(prop_oneof![expect, field()]),
+        )
+            .prop_map(|(id, actions, expect)| {
+                let mut o = Map::new();
+                if let Some(id) = id {
+                    o.insert("observation_id".into(), id);
+                }
+                o.insert("actions".into(), actions);
+                if let Some(e) = expect {
+                    o.insert("expect".into(), e);
+                }
+                Value::Object(o)
+            })
+    }
+
+    /// `b` has a key action whose combo does not print as text `parse_combo` reads back
+    /// ("plus" parses to the key "+", which prints as "+", which does not parse).
+    fn has_unprintable_combo(b: &Batch) -> bool {
+        b.actions
+            .iter()
+            .any(|a| matches!(a, Action::Key { combo } if parse_combo(&combo.to_string()).is_err()))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn a_batch_shaped_value_is_a_batch_or_an_error_never_a_panic(v in batch()) {
+            match batch_from_value(&v) {
+                Ok(b) => {
+                    prop_assert!(!b.actions.is_empty());
+                    if !has_unprintable_combo(&b) {
+                        prop_assert_eq!(batch_from_value(&b.to_value()).unwrap(), b);
+                    }
+                }
+                Err(e) => {
+                    prop_assert!(!e.message.is_empty());
+                    let n = v["actions"].as_array().map_or(0, Vec::len);
+                    prop_assert!(e.action.is_none_or(|a| (1..=n).contains(&a)), "{e}");
+                }
+            }
+        }
+
+        #[test]
+        fn batch_text_cut_anywhere_is_never_a_panic(
+            v in batch(),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let text = v.to_string();
+            let cut = text
+                .char_indices()
+                .map(|(i, _)| i)
+                .chain([text.len()])
+                .nth(cut.index(text.chars().count() + 1))
+                .unwrap_or(text.len());
+            let whole = parse_batch(&text);
+            prop_assert_eq!(&whole, &batch_from_value(&v));
+            let _ = parse_batch(&text[..cut]);
+        }
+
+        #[test]
+        fn any_combo_text_is_a_combo_or_an_error_never_a_panic(
+            s in prop_oneof![
+                ".{0,16}",
+                "((ctrl|alt|shift|super|Ctrl|\u{212A}|İ|\\+| )\\+?){0,4}(f[0-9]{1,3}|[a-z]|plus|\\+|\u{212A}|İ|😀)?",
+            ],
+        ) {
+            if let Ok(c) = parse_combo(&s) {
+                prop_assert!(!c.key.is_empty());
+                prop_assert!(c.modifiers.windows(2).all(|w| w[0] < w[1]));
+            }
+        }
+    }
+}

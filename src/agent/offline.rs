@@ -150,9 +150,46 @@ fn unquote(s: &str) -> String {
         .to_string()
 }
 
+/// A step lower-cased char by char, knowing where each of its bytes came from: a char's lower
+/// case may be shorter or longer than it ('K' KELVIN SIGN, 3 bytes, is "k"; 'İ', 2 bytes, is
+/// "i̇", 3), so an offset found in the lower case is mapped back before the original is sliced.
+struct Lower<'a> {
+    orig: &'a str,
+    text: String,
+    /// For each byte of `text`, and one past its end: where its char starts in `orig`.
+    at: Vec<usize>,
+}
+
+impl<'a> Lower<'a> {
+    fn new(orig: &'a str) -> Lower<'a> {
+        let mut text = String::with_capacity(orig.len());
+        let mut at = Vec::with_capacity(orig.len() + 1);
+        for (i, c) in orig.char_indices() {
+            let before = text.len();
+            text.extend(c.to_lowercase());
+            at.resize(at.len() + (text.len() - before), i);
+        }
+        at.push(orig.len());
+        Lower { orig, text, at }
+    }
+
+    /// The original from where byte `from` of the lower case came from.
+    fn rest(&self, from: usize) -> &'a str {
+        self.between(from, self.text.len())
+    }
+
+    /// The original between where bytes `from` and `to` of the lower case came from.
+    fn between(&self, from: usize, to: usize) -> &'a str {
+        let end = self.text.len();
+        let (a, b) = (self.at[from.min(end)], self.at[to.min(end)]);
+        &self.orig[a..b.max(a)]
+    }
+}
+
 fn parse_step(s: &str, step: usize) -> Result<Intent, PlanError> {
-    let lower = s.to_lowercase();
-    let rest = |prefix: &str| unquote(&s[prefix.len()..]);
+    let low = Lower::new(s);
+    let lower = low.text.as_str();
+    let rest = |prefix: &str| unquote(low.rest(prefix.len()));
     let bad = |m: &str| PlanError::Bad {
         step,
         message: m.to_string(),
@@ -176,7 +213,7 @@ fn parse_step(s: &str, step: usize) -> Result<Intent, PlanError> {
             return Ok(Intent::Click { label, kind });
         }
     }
-    if let Some(t) = lower.strip_prefix("type ").map(|_| s[5..].trim()) {
+    if let Some(t) = lower.strip_prefix("type ").map(|_| low.rest(5).trim()) {
         let text = if t.starts_with(['"', '“']) && t.ends_with(['"', '”']) && t.chars().count() >= 2
         {
             let mut c = t.chars();
@@ -225,12 +262,10 @@ fn parse_step(s: &str, step: usize) -> Result<Intent, PlanError> {
                 amount = n;
             } else if tail[i] == "in" || tail[i] == "within" {
                 // Keep the label's original case from the input.
-                let start = s
-                    .to_lowercase()
+                let start = lower
                     .find(&format!(" {} ", tail[i]))
-                    .map(|p| p + tail[i].len() + 2)
-                    .unwrap_or(s.len());
-                within = Some(unquote(&s[start.min(s.len())..]));
+                    .map_or(lower.len(), |p| p + tail[i].len() + 2);
+                within = Some(unquote(low.rest(start)));
                 break;
             }
             i += 1;
@@ -241,12 +276,11 @@ fn parse_step(s: &str, step: usize) -> Result<Intent, PlanError> {
             within,
         });
     }
-    if lower.starts_with("drag ") {
-        let body = &s[5..];
-        let Some(p) = body.to_lowercase().rfind(" to ") else {
+    if let Some(body) = lower.strip_prefix("drag ") {
+        let Some(p) = body.rfind(" to ").map(|p| p + 5) else {
             return Err(bad("drag what to where? (drag A to B)"));
         };
-        let (from, to) = (unquote(&body[..p]), unquote(&body[p + 4..]));
+        let (from, to) = (unquote(low.between(5, p)), unquote(low.rest(p + 4)));
         if from.is_empty() || to.is_empty() {
             return Err(bad("drag what to where? (drag A to B)"));
         }
@@ -813,5 +847,135 @@ mod tests {
         assert_eq!(a, vec![Action::Type { text: "hi".into() }]);
         assert_eq!(e.appears, vec!["hi".to_string()]);
         assert!(bind(&c("Close"), &ts).is_err());
+    }
+
+    #[test]
+    fn a_kelvin_sign_in_the_task_is_not_a_char_boundary_panic() {
+        // 'K' (U+212A, 3 bytes) lower-cases to "k" (1 byte): "clicK Save" matched "click " in
+        // the lower case, and the original was sliced at byte 6, inside the sign.
+        assert_eq!(parse_task("clic\u{212A} Save").unwrap(), vec![c("Save")]);
+        assert_eq!(
+            parse_task("double-clic\u{212A} \u{212A}elvin").unwrap(),
+            vec![Intent::Click {
+                label: "\u{212A}elvin".into(),
+                kind: ClickKind::Double
+            }]
+        );
+        // Before the fix: no panic, but the wrong labels ("K", "o Trash").
+        assert_eq!(
+            parse_task("drag \u{212A}ey to Trash").unwrap(),
+            vec![Intent::Drag {
+                from: "\u{212A}ey".into(),
+                to: "Trash".into()
+            }]
+        );
+        assert!(LocalPlanner::new("clic\u{212A} Save").is_ok());
+    }
+
+    #[test]
+    fn a_dotted_capital_i_in_a_scroll_is_not_a_char_boundary_panic() {
+        // 'İ' (2 bytes) lower-cases to "i̇" (3 bytes): the label after " in " was cut from the
+        // original at an offset found in the lower case, a byte late per 'İ'.
+        assert_eq!(
+            parse_task("scroll down İ in Ωmega").unwrap(),
+            vec![Intent::Scroll {
+                direction: Direction::Down,
+                amount: 3,
+                within: Some("Ωmega".into()),
+            }]
+        );
+        assert_eq!(
+            parse_task("scroll down İİİ in Files").unwrap(),
+            vec![Intent::Scroll {
+                direction: Direction::Down,
+                amount: 3,
+                within: Some("Files".into()),
+            }]
+        );
+        assert_eq!(
+            parse_task("type İstanbul").unwrap(),
+            vec![Intent::Type {
+                text: "İstanbul".into()
+            }]
+        );
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Text biased to the chars whose lower case is another length, combining marks, emoji,
+    /// right-to-left script, quotes and the step separators.
+    fn tricky() -> impl Strategy<Value = String> {
+        let ch = prop_oneof![
+            4 => prop::sample::select(vec![
+                '\u{212A}', 'K', 'k', 'İ', 'ı', 'ß', 'ẞ', 'Σ', 'ς', 'ǅ', 'ﬀ', '\u{301}', '\u{308}',
+                '😀', '👩', '\u{200D}', '\u{FE0F}', 'א', 'ש', '\u{202E}', '\u{200F}', '"', '“', '”',
+                '\'', ',', ';', '.', ' ', '\t', '\n', '+', '0', '9', 'e', 's',
+            ]),
+            1 => any::<char>(),
+        ];
+        let word = prop_oneof![
+            3 => prop::collection::vec(ch, 0..8).prop_map(|v| v.into_iter().collect::<String>()),
+            2 => prop::sample::select(vec![
+                "click", "clic\u{212A}", "CLICK", "double-click", "right-clic\u{212A}", "open",
+                "select", "press", "the", "key", "type", "scroll", "down", "in", "within",
+                "drag", "to", "wait", "for", "ms", "s", "then", "and", "1e30", "99999999999999999999",
+                "İn", "\u{212A}ey", "ctrl+s",
+            ])
+            .prop_map(String::from),
+        ];
+        prop::collection::vec(word, 0..10).prop_map(|w| w.join(" "))
+    }
+
+    /// A label of one word: letters of any length in lower case, marks, emoji, RTL.
+    fn label() -> impl Strategy<Value = String> {
+        "[a-zA-Z\u{212A}\u{130}\u{df}\u{3a3}\u{301}\u{5d0}-\u{5ea}\u{1F600}]{1,10}"
+            .prop_filter("a separator word", |l| {
+                !matches!(l.to_lowercase().as_str(), "then" | "and")
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_task_is_steps_or_an_error_never_a_panic(task in tricky()) {
+            match parse_task_with_menus(&task) {
+                Ok((steps, opens)) => {
+                    prop_assert!(!steps.is_empty());
+                    prop_assert_eq!(steps.len(), opens.len());
+                    prop_assert!(LocalPlanner::new(&task).is_ok());
+                }
+                Err(e) => prop_assert!(!e.to_string().is_empty()),
+            }
+        }
+
+        #[test]
+        fn any_unicode_task_is_never_a_panic(task in ".{0,60}") {
+            let _ = parse_task(&task);
+        }
+
+        #[test]
+        fn a_label_is_taken_as_written_whatever_its_letters(
+            verb in prop::sample::select(vec!["click ", "CLICK ", "clic\u{212A} ", "Click on "]),
+            l in label(),
+            to in label(),
+        ) {
+            prop_assert_eq!(parse_task(&format!("{verb}{l}")).unwrap(), vec![Intent::Click {
+                label: l.clone(),
+                kind: ClickKind::Single,
+            }]);
+            prop_assert_eq!(
+                parse_task(&format!("drag {l} to {to}")).unwrap(),
+                vec![Intent::Drag { from: l.clone(), to: to.clone() }]
+            );
+            prop_assert_eq!(
+                parse_task(&format!("scroll up in {l}")).unwrap(),
+                vec![Intent::Scroll { direction: Direction::Up, amount: 3, within: Some(l.clone()) }]
+            );
+        }
     }
 }

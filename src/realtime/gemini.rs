@@ -457,10 +457,22 @@ fn audio_rate(mime: &str) -> Option<u32> {
     (rate > 0).then_some(rate)
 }
 
-/// A protobuf Duration string ("50s", "1.5s").
+/// The longest `timeLeft` a `goAway` is read as: the server may name any duration ("1e30s"),
+/// and the session adds it to a clock; more than a day is a day.
+pub const MAX_TIME_LEFT: Duration = Duration::from_secs(86_400);
+
+/// A protobuf Duration string ("50s", "1.5s"), at most [`MAX_TIME_LEFT`]; `None` for anything
+/// else (negative, NaN, no `s`).
 fn proto_duration(s: &str) -> Option<Duration> {
     let secs: f64 = s.strip_suffix('s')?.parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    if secs.is_nan() || secs < 0.0 {
+        return None;
+    }
+    if secs >= MAX_TIME_LEFT.as_secs_f64() {
+        return Some(MAX_TIME_LEFT);
+    }
+    // In range; only "-0s" is refused here, and it is no time at all.
+    Some(Duration::try_from_secs_f64(secs).unwrap_or(Duration::ZERO))
 }
 
 #[cfg(test)]
@@ -673,5 +685,113 @@ mod tests {
         assert_eq!(audio_rate("audio/pcm"), Some(24_000));
         assert_eq!(audio_rate("audio/pcm;rate=16000"), Some(16_000));
         assert_eq!(audio_rate("image/jpeg"), None);
+    }
+
+    #[test]
+    fn a_go_away_of_1e30_seconds_is_capped_not_a_panic() {
+        // `Duration::from_secs_f64(1e30)` panicked, killing the session's network thread.
+        assert_eq!(
+            decode(br#"{"goAway": {"timeLeft": "1e30s"}}"#).unwrap(),
+            vec![ServerEvent::GoAway {
+                time_left: Some(MAX_TIME_LEFT)
+            }]
+        );
+    }
+
+    #[test]
+    fn a_go_away_of_1_5e19_seconds_is_capped_before_it_reaches_a_clock() {
+        // 1.5e19 s fit a Duration but not `Instant + Duration`: the session panicked adding it.
+        for t in [
+            "1.5e19s",
+            "18446744073709551615s",
+            "infs",
+            "86401s",
+            "1e308s",
+        ] {
+            assert_eq!(proto_duration(t), Some(MAX_TIME_LEFT), "{t}");
+        }
+        assert_eq!(
+            proto_duration("86399.5s"),
+            Some(Duration::from_millis(86_399_500))
+        );
+        assert_eq!(proto_duration("-0s"), Some(Duration::ZERO));
+        assert_eq!(proto_duration("1e-400s"), Some(Duration::ZERO));
+        for t in ["NaNs", "-1e30s", "-infs", "1e30", "s", ""] {
+            assert_eq!(proto_duration(t), None, "{t}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use crate::realtime::arb;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// Frames of every kind this decoder reads, as the server sends them.
+    fn real_frames() -> Vec<Value> {
+        vec![
+            json!({"setupComplete": {}}),
+            json!({"serverContent": {"modelTurn": {"parts": [
+                {"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": "AQD//w=="}},
+                {"text": "ok"}]}}}),
+            json!({"serverContent": {"inputTranscription": {"text": "stop"},
+                "outputTranscription": {"text": "Opening"}, "interrupted": true}}),
+            json!({"serverContent": {"turnComplete": true, "generationComplete": true},
+                "usageMetadata": {"totalTokenCount": 12}}),
+            json!({"toolCall": {"functionCalls": [
+                {"id": "fc_1", "name": "act", "args": {"actions": []}}]}}),
+            json!({"toolCallCancellation": {"ids": ["fc_1"]}}),
+            json!({"goAway": {"timeLeft": "50s"}}),
+            json!({"go_away": {"time_left": "1.5s"}}),
+            json!({"sessionResumptionUpdate": {"newHandle": "h-2", "resumable": true}}),
+        ]
+    }
+
+    /// Decode, and check what was decoded is usable: a time left no more than a day.
+    fn decodes(frame: &[u8]) -> Result<(), TestCaseError> {
+        if let Ok(events) = decode(frame) {
+            for e in events {
+                if let ServerEvent::GoAway { time_left: Some(d) } = e {
+                    prop_assert!(d <= MAX_TIME_LEFT, "{d:?}");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_frame_is_events_or_an_error_never_a_panic(frame in arb::bytes(arb::json())) {
+            decodes(&frame)?;
+        }
+
+        #[test]
+        fn a_real_frame_with_any_part_replaced_is_never_a_panic(
+            frame in arb::bytes(arb::mutated(real_frames()))
+        ) {
+            decodes(&frame)?;
+        }
+
+        #[test]
+        fn any_time_left_is_at_most_a_day(
+            left in prop_oneof![
+                r"-?[0-9]{0,25}(\.[0-9]{0,9})?([eE][-+]?[0-9]{1,4})?s?"
+                    .prop_map(Value::String),
+                ".{0,12}".prop_map(Value::String),
+                arb::json(),
+            ],
+            snake in any::<bool>(),
+        ) {
+            let frame = if snake {
+                json!({"go_away": {"time_left": left}})
+            } else {
+                json!({"goAway": {"timeLeft": left}})
+            };
+            decodes(&serde_json::to_vec(&frame).unwrap())?;
+        }
     }
 }

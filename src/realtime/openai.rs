@@ -471,3 +471,59 @@ mod tests {
         ));
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use crate::realtime::arb;
+    use proptest::prelude::*;
+
+    /// Events of every kind this decoder reads, as the server sends them.
+    fn real_events() -> Vec<Value> {
+        vec![
+            json!({"type": "session.updated", "session": {}}),
+            json!({"type": "input_audio_buffer.speech_started", "audio_start_ms": 10, "item_id": "u1"}),
+            json!({"type": "response.created", "response": {"id": "r1"}}),
+            json!({"type": "response.output_audio.delta", "response_id": "r1", "item_id": "a1",
+                "output_index": 0, "content_index": 0, "delta": "AQD//w=="}),
+            json!({"type": "response.audio.delta", "response_id": "r1", "item_id": "a1", "delta": "AQA="}),
+            json!({"type": "response.output_audio_transcript.delta", "item_id": "a1", "delta": "Op"}),
+            json!({"type": "conversation.item.input_audio_transcription.completed", "transcript": "stop"}),
+            json!({"type": "response.function_call_arguments.done", "call_id": "c1",
+                "name": "act", "arguments": "{\"actions\":[]}"}),
+            json!({"type": "response.done", "response": {"id": "r1", "status": "cancelled",
+                "status_details": {"reason": "turn_detected"}}}),
+            json!({"type": "error", "error": {"code": "response_cancel_not_active", "message": "x"}}),
+            json!({"type": "rate_limits.updated", "rate_limits": []}),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_frame_is_an_event_or_an_error_never_a_panic(frame in arb::bytes(arb::json())) {
+            let _ = decode(&frame);
+        }
+
+        #[test]
+        fn a_real_event_with_any_part_replaced_is_never_a_panic(
+            frame in arb::bytes(arb::mutated(real_events()))
+        ) {
+            if let Ok(ServerEvent::Audio { pcm, .. }) = decode(&frame) {
+                prop_assert!(pcm.len() < frame.len());
+            }
+        }
+
+        #[test]
+        fn truncation_is_whole_milliseconds_whatever_the_numbers(
+            played in prop_oneof![any::<f64>(), Just(f64::NAN), Just(f64::INFINITY), Just(1e30)],
+            len in prop_oneof![any::<f64>(), Just(f64::NAN), Just(f64::INFINITY), Just(-1.0)],
+        ) {
+            if let Some(f) = truncate("i", played, len) {
+                let v: Value = serde_json::from_str(&f).unwrap();
+                prop_assert!(v["audio_end_ms"].as_u64().is_some_and(|ms| ms > 0));
+            }
+        }
+    }
+}

@@ -7,7 +7,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::transport::{self, Incoming};
-use super::turns::{Calls, Fence, Pending, Played};
+use super::turns::{go_away_within, Calls, Fence, Pending, Played};
 use super::wire::{Up, Wire};
 use crate::input::stop::{Cause, StopLatch};
 
@@ -534,9 +534,7 @@ impl Net {
                                 tracing::info!("realtime: the model cancelled {ids:?} ({} not yet run)", dropped.len());
                             }
                             Up::GoAway(left) => {
-                                let left = left.unwrap_or(Duration::from_secs(5));
-                                let margin = Duration::from_millis(500);
-                                leave_by = Some(tokio::time::Instant::now() + left.saturating_sub(margin));
+                                leave_by = Some(leave_by_after_go_away(tokio::time::Instant::now(), left));
                                 tracing::info!("realtime: goAway, {left:?} left; renewing the connection");
                             }
                             Up::Handle(h) => {
@@ -702,6 +700,16 @@ impl Net {
     }
 }
 
+/// When to leave a connection the server said `goAway` on: the time it names is capped
+/// ([`go_away_within`]), so the sum cannot overflow the clock whatever the server sends.
+fn leave_by_after_go_away(
+    now: tokio::time::Instant,
+    left: Option<Duration>,
+) -> tokio::time::Instant {
+    let within = go_away_within(left);
+    now.checked_add(within).unwrap_or(now)
+}
+
 /// One line on what a call did, for the replay and for answers that could not be sent.
 fn summary(call: &Pending, result: &Value) -> String {
     let mut r = result.clone();
@@ -735,6 +743,27 @@ mod tests {
         s.flush();
         std::thread::sleep(Duration::from_millis(20));
         assert!(s.take_played() < 1_000);
+    }
+
+    #[test]
+    fn a_go_away_of_1_5e19_seconds_is_not_an_instant_overflow() {
+        // `Instant + 1.5e19 s` panicked in the network thread (the decoder caps it too).
+        let now = tokio::time::Instant::now();
+        for left in [
+            Some(Duration::from_secs(15_000_000_000_000_000_000)),
+            Some(Duration::MAX),
+        ] {
+            let by = leave_by_after_go_away(now, left);
+            assert_eq!(by - now, super::super::turns::GO_AWAY_MAX);
+        }
+        assert_eq!(
+            leave_by_after_go_away(now, Some(Duration::from_secs(10))) - now,
+            Duration::from_millis(9_500)
+        );
+        assert_eq!(
+            leave_by_after_go_away(now, None) - now,
+            Duration::from_millis(4_500)
+        );
     }
 
     #[test]

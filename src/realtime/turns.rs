@@ -1,6 +1,20 @@
 //! The bookkeeping a realtime session keeps between the wire and the desk, pure: which of the model's audio may still play (the fence against an interrupted turn's late chunks), how much of each audio item was actually played (for OpenAI's truncate), and which tool calls are pending, dispatched or answered (each once).
 
 use std::collections::{HashSet, VecDeque};
+use std::time::Duration;
+
+/// The longest a `goAway` is waited out: whatever time the server names (a decoder caps it
+/// too), the session adds this to a clock, which panics past its range.
+pub const GO_AWAY_MAX: Duration = Duration::from_secs(86_400);
+
+/// After a `goAway` naming `left` (`None`: not said), how long the session may stay on the
+/// connection to let a running call finish: half a second short of what is left, 5 s when
+/// nothing is said, never more than [`GO_AWAY_MAX`].
+pub fn go_away_within(left: Option<Duration>) -> Duration {
+    left.unwrap_or(Duration::from_secs(5))
+        .saturating_sub(Duration::from_millis(500))
+        .min(GO_AWAY_MAX)
+}
 
 /// Whether the model's audio may play. After an interruption, the interrupted turn's late
 /// chunks are dropped: Gemini has no response id, so until that turn's `turnComplete`; OpenAI's
@@ -248,6 +262,22 @@ mod tests {
         p.received("next", 480);
         p.clear();
         assert_eq!(p.playing(), None);
+    }
+
+    #[test]
+    fn a_go_away_of_u64_max_seconds_is_waited_out_for_a_day_at_most() {
+        assert_eq!(
+            go_away_within(Some(Duration::from_secs(50))),
+            Duration::from_millis(49_500)
+        );
+        assert_eq!(go_away_within(None), Duration::from_millis(4_500));
+        assert_eq!(go_away_within(Some(Duration::ZERO)), Duration::ZERO);
+        for huge in [
+            Duration::MAX,
+            Duration::from_secs(15_000_000_000_000_000_000),
+        ] {
+            assert_eq!(go_away_within(Some(huge)), GO_AWAY_MAX);
+        }
     }
 
     #[test]

@@ -474,3 +474,63 @@ mod tests {
         assert!(w.cancel().is_empty());
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use crate::realtime::arb;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn opening() -> Opening {
+        Opening {
+            model: "m".into(),
+            voice: None,
+            instruction: "i".into(),
+        }
+    }
+
+    /// Frames of both providers, so each wire also sees the other's.
+    fn frames() -> Vec<Value> {
+        vec![
+            json!({"setupComplete": {}}),
+            json!({"goAway": {"timeLeft": "1e30s"}}),
+            json!({"serverContent": {"turnComplete": true, "interrupted": true}}),
+            json!({"toolCall": {"functionCalls": [{"id": "fc_1", "name": "act", "args": {}}]}}),
+            json!({"type": "session.updated", "session": {}}),
+            json!({"type": "response.created", "response": {"id": "r1"}}),
+            json!({"type": "response.function_call_arguments.done", "call_id": "c1",
+                "name": "act", "arguments": "{"}),
+            json!({"type": "response.done", "response": {"id": "r1", "status": "failed"}}),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// A run of any frames, to a wire keeping state between them: events or errors, never
+        /// a panic, and a time left the session can add to a clock.
+        #[test]
+        fn any_run_of_frames_is_events_or_errors_never_a_panic(
+            run in prop::collection::vec(
+                prop_oneof![arb::bytes(arb::json()), arb::bytes(arb::mutated(frames()))],
+                1..8,
+            ),
+        ) {
+            let mut wires: [Box<dyn Wire>; 2] = [
+                Box::new(GeminiWire::new(opening())),
+                Box::new(OpenAiWire::new(opening())),
+            ];
+            for w in &mut wires {
+                for f in &run {
+                    for up in w.decode(f).unwrap_or_default() {
+                        if let Up::GoAway(Some(d)) = up {
+                            prop_assert!(d <= gemini::MAX_TIME_LEFT);
+                        }
+                    }
+                    let _ = w.cancel();
+                }
+            }
+        }
+    }
+}

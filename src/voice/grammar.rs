@@ -1406,4 +1406,82 @@ mod tests {
             Heard::Command("click Item 123, click Item 5".into())
         );
     }
+
+    // ------------------------------------------------------------ any text
+
+    use proptest::prelude::*;
+
+    /// A screen label, biased to what is hard: chars whose lower case is another length ('K'
+    /// KELVIN SIGN, 'İ'), letters that fold ('é') and that cannot be said ('ß', 'Ω'), combining
+    /// marks, emoji, right-to-left script, the symbols with names, digits and separators.
+    fn label() -> impl Strategy<Value = String> {
+        let ch = prop_oneof![
+            4 => prop::sample::select(vec![
+                '\u{212A}', 'K', 'k', 'İ', 'ı', 'ß', 'Ω', 'é', 'É', 'ñ', '\u{301}', '\u{308}', '😀',
+                '\u{200D}', 'א', 'ש', '\u{202E}', '’', '\'', '"', '.', '…', '_', '-', '+', '%', '&',
+                '×', '÷', '√', 'π', '²', '^', '±', '/', '(', ')', '0', '1', '7', '9', ' ', 'a', 'x',
+                'A', 'Z', 'f', 'F',
+            ]),
+            1 => any::<char>(),
+        ];
+        prop_oneof![
+            6 => prop::collection::vec(ch, 0..14).prop_map(|v| v.into_iter().collect::<String>()),
+            1 => prop::sample::select(WHOLE_SYMBOLS.iter().map(|(s, _)| *s).collect::<Vec<_>>())
+                .prop_map(String::from),
+            1 => "[0-9]{1,12}(\\.[0-9]{0,4})?",
+        ]
+    }
+
+    fn mode() -> impl Strategy<Value = Mode> {
+        prop::sample::select(vec![
+            Mode::Commands,
+            Mode::Confirm,
+            Mode::Asleep,
+            Mode::StopOnly,
+        ])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_label_has_clean_spoken_forms_or_none(l in label()) {
+            let forms = spoken_forms(&l);
+            prop_assert!(forms.len() <= 8);
+            for f in &forms {
+                prop_assert!(!f.is_empty() && f.len() <= 16, "{l:?}: {f:?}");
+                for w in f {
+                    prop_assert!(valid_word(w), "{l:?}: {w:?}");
+                }
+            }
+        }
+
+        #[test]
+        fn any_labels_and_stop_words_make_a_well_formed_grammar(
+            labels in prop::collection::vec(label(), 0..6),
+            stops in prop::collection::vec(label(), 0..3),
+            m in mode(),
+            hyp in prop_oneof![".{0,40}", prop::collection::vec(label(), 0..6).prop_map(|v| v.join(" "))],
+        ) {
+            let g = build(&labels, &stops, m);
+            check_jsgf(&g, m);
+            // A hypothesis of any text reads as something or nothing; a command it reads as is
+            // one the offline planner can be given.
+            if let Heard::Command(task) = g.interpret(&hyp) {
+                let _ = crate::agent::offline::parse_task(&task);
+            }
+        }
+
+        #[test]
+        fn a_label_said_is_read_back_as_itself(l in label()) {
+            let g = build(std::slice::from_ref(&l), &stops(), Mode::Commands);
+            for f in spoken_forms(&l) {
+                if f.iter().any(|w| w == "stop" || w == "cancel") {
+                    continue;
+                }
+                let said = format!("click {}", f.join(" "));
+                prop_assert_eq!(g.interpret(&said), Heard::Command(format!("click {l}")), "{}", said);
+            }
+        }
+    }
 }

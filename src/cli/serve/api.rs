@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use super::auth::{self, Route};
 use super::health::Health;
-use super::hub::{Hub, Item};
+use super::hub::{Hub, Item, Seen};
 use super::runner::{Runner, StartError, StartRequest};
 use voxdesk::record::session::{self, SessionRecord};
 
@@ -272,16 +272,13 @@ fn sse(i: &Item) -> SseEvent {
 }
 
 async fn events(State(app): State<Shared>, headers: HeaderMap) -> impl IntoResponse {
-    let after = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    let s = app.hub.subscribe(after);
+    let seen = Seen::from_header(headers.get("last-event-id").map(|v| v.as_bytes()));
+    let s = app.hub.subscribe(seen);
     let feed = Feed {
         app: app.clone(),
         queue: s.missed.into(),
         live: s.live,
-        last: after.unwrap_or(0),
+        last: s.after,
         gap: s.gap,
     };
     let st: std::pin::Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>> =
