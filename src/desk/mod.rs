@@ -168,7 +168,7 @@ pub struct Desk {
     /// Where the keyboard went after the last batch that ran whole, for the password rail.
     focus: Option<rails::Focus>,
     /// Each terminal window's command line as voxdesk's keys left it, for the terminal rails.
-    lines: std::collections::HashMap<String, Line>,
+    lines: Lines,
     /// The keyboard layout the actuator's keys are judged with.
     keymap: Keymap,
     /// The actions of the last batch, when it ran, was not confirmed and may not simply run
@@ -247,7 +247,7 @@ impl Desk {
             typed: Vec::new(),
             typed_at: Vec::new(),
             focus: None,
-            lines: Default::default(),
+            lines: Lines::load(&std::env::var("DISPLAY").unwrap_or_default()),
             // Without the server's table, the layout the rails assume is US.
             keymap: desktop::keymap().unwrap_or_else(|_| Keymap::us()),
             unsure: None,
@@ -411,7 +411,8 @@ impl Desk {
             Some(w) => (
                 Some(w.app.clone()),
                 Some(w.title).filter(|t| !t.is_empty()),
-                w.id.map(|id| format!("{}#{id:x}", w.app)),
+                // X reuses window ids once a client has gone: the process tells two apart.
+                w.id.map(|id| format!("{}#{id:x}#{}", w.app, w.pid.unwrap_or(0))),
             ),
             None => (None, None, None),
         };
@@ -617,7 +618,7 @@ impl Desk {
                 .as_ref()
                 .filter(|f| f.carried(&p.obs.perception.targets)),
             keymap: &self.keymap,
-            line: p.obs.window.as_ref().and_then(|w| self.lines.get(w)),
+            line: p.obs.window.as_ref().map(|w| self.lines.get(w)),
         };
         let rails = &self.settings.rails;
         // The same batch again, right after it ran and could not be confirmed, with no look in
@@ -656,7 +657,7 @@ impl Desk {
                 // ran (`run_and_verify` forgets both when something did not).
                 self.focus = a.focus().cloned();
                 if let (Some(w), Some(l)) = (&p.obs.window, a.line()) {
-                    self.lines.insert(w.clone(), l.clone());
+                    self.lines.set(w, l.clone());
                 }
                 return Some(a);
             }
@@ -715,8 +716,10 @@ impl Desk {
         p.times.act = ms_since(t_act);
         if p.result.actions.iter().any(|a| a.outcome != "done") {
             self.focus = None;
-            if let Some(l) = p.obs.window.as_ref().and_then(|w| self.lines.get_mut(w)) {
+            if let Some(w) = &p.obs.window {
+                let mut l = self.lines.get(w).clone();
                 l.lose();
+                self.lines.set(w, l);
             }
         }
         for (a, o) in p.batch.actions.iter().zip(&p.result.actions) {
@@ -1257,6 +1260,85 @@ fn stopped_refusal(cause: Cause) -> Refusal {
         rule: "stopped",
         action: None,
         message: format!("stopped by {cause}; nothing more will move this session"),
+    }
+}
+
+/// Each terminal window's command line, kept beside the GUI lock so the next voxdesk on this
+/// display (another `act`, a new session) goes on from where this one's keys left it: a command
+/// typed by one process and run by the next is still judged whole. A file that cannot be read
+/// makes every terminal's line unknown (Return then needs a yes), never an empty one.
+struct Lines {
+    path: PathBuf,
+    by_window: std::collections::BTreeMap<String, Line>,
+    /// The line of a window not in the file: empty, or unknown when the file was unreadable.
+    unseen: Line,
+}
+
+impl Lines {
+    fn load(display: &str) -> Lines {
+        let path = crate::input::lock::lock_path(display).with_extension("lines.json");
+        let mut lines = Lines {
+            path,
+            by_window: Default::default(),
+            unseen: Line::default(),
+        };
+        match std::fs::read(&lines.path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(
+                    "{}: {e}; every terminal line is unknown",
+                    lines.path.display()
+                );
+                lines.unseen.lose();
+            }
+            Ok(bytes) => match serde_json::from_slice::<
+                std::collections::BTreeMap<String, Option<String>>,
+            >(&bytes)
+            {
+                Ok(m) => {
+                    lines.by_window = m.into_iter().map(|(w, t)| (w, Line::restored(t))).collect();
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "{}: {e}; every terminal line is unknown",
+                        lines.path.display()
+                    );
+                    lines.unseen.lose();
+                }
+            },
+        }
+        lines
+    }
+
+    fn get(&self, window: &str) -> &Line {
+        self.by_window.get(window).unwrap_or(&self.unseen)
+    }
+
+    fn set(&mut self, window: &str, line: Line) {
+        // An empty line is what a window not in the file has: only the others are kept (X
+        // reuses window ids; a stale entry only errs towards a yes).
+        if line.text() == Some("") && self.unseen.text() == Some("") {
+            self.by_window.remove(window);
+        } else {
+            self.by_window.insert(window.to_string(), line);
+        }
+        let saved: std::collections::BTreeMap<&str, Option<&str>> = self
+            .by_window
+            .iter()
+            .map(|(w, l)| (w.as_str(), l.text()))
+            .collect();
+        let written = self
+            .path
+            .parent()
+            .map_or(Ok(()), crate::private::dir)
+            .and_then(|_| {
+                let tmp = self.path.with_extension("tmp");
+                crate::private::write(&tmp, &serde_json::to_vec(&saved).unwrap_or_default())?;
+                std::fs::rename(&tmp, &self.path)
+            });
+        if let Err(e) = written {
+            tracing::warn!("{}: {e}", self.path.display());
+        }
     }
 }
 

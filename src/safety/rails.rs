@@ -712,7 +712,7 @@ impl<'a> Ctx<'a> {
             .and_then(destructive_line)
         {
             self.destructive
-                .push((n, format!("the command line becomes {why}")));
+                .push((n, format!("the command line so far: {why}")));
         }
         Ok(())
     }

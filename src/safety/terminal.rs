@@ -61,6 +61,16 @@ impl Line {
         self.known.then_some(self.text.as_str())
     }
 
+    /// A line as an earlier session left it: its text, or `None` when it was not known. A yes
+    /// is never carried from one session to another.
+    pub fn restored(text: Option<String>) -> Line {
+        Line {
+            known: text.is_some(),
+            text: text.unwrap_or_default(),
+            approved: None,
+        }
+    }
+
     /// The line's text when it is known and no yes was given to it yet.
     pub fn pending(&self) -> Option<&str> {
         self.text().filter(|t| self.approved.as_deref() != Some(*t))

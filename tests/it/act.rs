@@ -198,6 +198,100 @@ fn typing_rails_in_a_terminal() {
     }
 }
 
+/// Issue 29's terminal bypasses on a real bash in xterm, judged by what bash did: a command
+/// split across actions and across `voxdesk act` processes, and metacharacters sent as keys,
+/// never run without a yes; an ordinary command does.
+#[test]
+fn a_terminal_command_is_judged_whole_however_it_is_sent() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let work = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let keep = work.path().join("keep");
+    std::fs::create_dir(&keep).unwrap();
+    std::fs::write(keep.join("f"), "x").unwrap();
+    let _term = app(
+        d,
+        &[
+            "xterm",
+            "-geometry",
+            "80x20+100+100",
+            "-e",
+            "env",
+            "PS1=$ ",
+            "bash",
+            "--norc",
+            "-i",
+        ],
+        "XTerm",
+    );
+    let rt = runtime.path().to_str().unwrap();
+    let env = [("VOXDESK_ALLOW_APPS", "XTerm"), ("XDG_RUNTIME_DIR", rt)];
+    let batch =
+        |actions: &[serde_json::Value]| serde_json::json!({ "actions": actions }).to_string();
+    let ty = |t: &str| serde_json::json!({"action": "type", "text": t});
+    let key = |k: &str| serde_json::json!({"action": "key", "combo": k});
+    let w = work.path().display().to_string();
+    // The control: an ordinary command runs.
+    let (code, rep, err) = act(
+        d,
+        &env,
+        &[],
+        &batch(&[
+            ty(&format!("cd {w}")),
+            key("enter"),
+            ty("touch ok"),
+            key("enter"),
+        ]),
+    );
+    assert_eq!(code, Some(0), "{rep} {err}");
+    assert!(
+        wait_for(Duration::from_secs(5), || work.path().join("ok").exists()),
+        "bash ran touch"
+    );
+    // `r` in one process, `m -rf keep` and Return in the next: the line is judged whole,
+    // asked, no yes, nothing runs.
+    let (code, rep, err) = act(d, &env, &[], &batch(&[ty("r")]));
+    assert_eq!(code, Some(0), "{rep} {err}");
+    let (code, rep, err) = act(
+        d,
+        &env,
+        &[],
+        &batch(&[ty("m -rf kee"), key("p"), key("enter")]),
+    );
+    assert_ne!(code, Some(0), "{rep} {err}");
+    assert_eq!(rep["status"], "declined", "{rep}");
+    // Metacharacters as keys, with the layout's shift: refused before anything is sent.
+    for k in [";", "shift+\\", "shift+7", "shift+4"] {
+        let (code, rep, _) = act(
+            d,
+            &env,
+            &[],
+            &batch(&[
+                key("ctrl+c"),
+                ty("echo a"),
+                key(k),
+                ty(" touch made"),
+                key("enter"),
+            ]),
+        );
+        assert_eq!(
+            (code, rep["refusal"]["rule"].as_str()),
+            (Some(3), Some("terminal-metachar")),
+            "{k}: {rep}"
+        );
+    }
+    // A Return typed as text is the Return key: judged as one.
+    let (code, rep, _) = act(d, &env, &[], &batch(&[key("ctrl+c"), ty("rm -rf keep\r")]));
+    assert_eq!(code, Some(3), "{rep}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(keep.join("f").exists(), "keep was not deleted");
+    assert!(
+        !work.path().join("made").exists(),
+        "nothing ran after a metacharacter"
+    );
+}
+
 #[test]
 fn a_second_session_is_refused_until_the_first_dies() {
     let Some(rig) = rig() else { return };
