@@ -292,6 +292,66 @@ fn a_terminal_command_is_judged_whole_however_it_is_sent() {
     );
 }
 
+/// A real question dialog (zenity, GTK) asking to delete a folder, with a plain Delete button:
+/// neither a click on Delete nor Enter, Space or a typed return answers it, and the dialog is
+/// still open; Cancel is clicked, and zenity's exit code says the answer was no.
+#[test]
+fn a_real_delete_question_is_never_answered_yes() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let mut z = app(
+        d,
+        &[
+            "zenity",
+            "--question",
+            "--title=Folder",
+            "--text=Delete the folder “keep” and everything in it?",
+            "--ok-label=Delete",
+            "--cancel-label=Cancel",
+            "--width=460",
+        ],
+        "Zenity",
+    );
+    let env = [("VOXDESK_ALLOW_APPS", "Zenity")];
+    let v = look(d);
+    let (x, y) = point_of(&v, "Delete", 0..2000);
+    let click = |x: f64, y: f64| format!(r#"{{"actions":[{{"action":"click","x":{x},"y":{y}}}]}}"#);
+    let (code, rep, err) = act(d, &env, &[], &click(x, y));
+    assert_eq!(
+        (code, rep["refusal"]["rule"].as_str()),
+        (Some(3), Some("destructive-dialog")),
+        "{rep} {err}"
+    );
+    for a in [
+        r#"{"action":"key","combo":"enter"}"#,
+        r#"{"action":"key","combo":"space"}"#,
+        r#"{"action":"type","text":"\r"}"#,
+        r#"{"action":"type","text":" "}"#,
+    ] {
+        let (code, rep, _) = act(d, &env, &[], &format!(r#"{{"actions":[{a}]}}"#));
+        assert_eq!(
+            (code, rep["refusal"]["rule"].as_str()),
+            (Some(3), Some("destructive-dialog")),
+            "{a}: {rep}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        z.0.try_wait().unwrap().is_none(),
+        "the question is still open"
+    );
+    // The control: the same clicks reach the dialog, and Cancel answers it.
+    let (x, y) = point_of(&v, "Cancel", 0..2000);
+    let (code, rep, err) = act(d, &env, &[], &click(x, y));
+    assert_eq!(code, Some(0), "{rep} {err}");
+    let mut status = None;
+    assert!(wait_for(Duration::from_secs(5), || {
+        status = z.0.try_wait().unwrap();
+        status.is_some()
+    }));
+    assert_eq!(status.unwrap().code(), Some(1), "zenity was answered no");
+}
+
 #[test]
 fn a_second_session_is_refused_until_the_first_dies() {
     let Some(rig) = rig() else { return };

@@ -60,6 +60,7 @@ const RUN_PKGS: &[&str] = &[
     // directory is not accessible" on its stderr).
     "mousepad",
     "pcmanfm",
+    "zenity",
     "libfm-modules",
     // The virtual sound card: PulseAudio with null sinks; ALSA's `default` routed to it for cpal.
     "pulseaudio",
