@@ -365,8 +365,13 @@ pub fn check(
         screen,
         rails,
         stop,
+        forbidden: rails
+            .forbidden_combos
+            .iter()
+            .filter_map(|f| keys::lower_combo(f).ok().map(|p| (p, f)))
+            .collect(),
         is_terminal,
-        dialog: destructive_dialog(screen.targets),
+        dialog: std::cell::OnceCell::new(),
         focus: screen.focus.cloned(),
         line: is_terminal.then(|| screen.line.cloned().unwrap_or_default()),
         destructive: Vec::new(),
@@ -391,9 +396,12 @@ struct Ctx<'a> {
     rails: &'a Rails,
     /// The emergency stop's press.
     stop: Press,
+    /// The forbidden combinations' presses.
+    forbidden: Vec<(Press, &'a Combo)>,
     is_terminal: bool,
-    /// A destructive or purchase confirmation on screen: its question and accepting button.
-    dialog: Option<(&'a Target, &'a Target)>,
+    /// A destructive or purchase confirmation on screen: its question and accepting button
+    /// (looked for once, when a click or a key could answer one).
+    dialog: std::cell::OnceCell<Option<(&'a Target, &'a Target)>>,
     /// The field the keyboard goes to: the last clicked target (in this batch, or carried
     /// from an earlier one), `None` when not known.
     focus: Option<Focus>,
@@ -539,7 +547,7 @@ impl<'a> Ctx<'a> {
                     ),
                 ));
             }
-            if let Some((q, _)) = self.dialog {
+            if let Some((q, _)) = accepts(&t.text).then(|| self.dialog()).flatten() {
                 if accepts(&t.text) && t.id != q.id && near_question(q, t) {
                     return Err(refuse(
                         "destructive-dialog",
@@ -600,6 +608,12 @@ impl<'a> Ctx<'a> {
         })
     }
 
+    /// The destructive or purchase confirmation on screen, if any.
+    fn dialog(&self) -> Option<(&'a Target, &'a Target)> {
+        let targets: &'a [Target] = self.screen.targets;
+        *self.dialog.get_or_init(|| destructive_dialog(targets))
+    }
+
     /// Is the keyboard going into a password field? Judged before the first character typed
     /// and again after any press that moved the keyboard.
     fn password(&self, n: usize) -> Result<(), Refusal> {
@@ -632,18 +646,18 @@ impl<'a> Ctx<'a> {
                     format!("{p} is the emergency stop combination; voxdesk never synthesizes it"),
                 ));
             }
-            for f in &self.rails.forbidden_combos {
-                // A forbidden combination with more modifiers held is still that combination
-                // to most of what listens for it.
-                if keys::lower_combo(f)
-                    .is_ok_and(|fp| p.keysym == fp.keysym && p.mods.covers(fp.mods))
-                {
-                    return Err(refuse(
-                        "forbidden-combo",
-                        Some(n),
-                        format!("{p} is {f}, which is forbidden"),
-                    ));
-                }
+            // A forbidden combination with more modifiers held is still that combination to
+            // most of what listens for it.
+            if let Some((_, f)) = self
+                .forbidden
+                .iter()
+                .find(|(fp, _)| p.keysym == fp.keysym && p.mods.covers(fp.mods))
+            {
+                return Err(refuse(
+                    "forbidden-combo",
+                    Some(n),
+                    format!("{p} is {f}, which is forbidden"),
+                ));
             }
             if let Effect::Char(_) = e {
                 if check_password {
@@ -671,7 +685,7 @@ impl<'a> Ctx<'a> {
                 }
             }
             if (accepts_default || presses_button) && !self.is_terminal {
-                if let Some((q, b)) = self.dialog {
+                if let Some((q, b)) = self.dialog() {
                     return Err(refuse(
                         "destructive-dialog",
                         Some(n),
