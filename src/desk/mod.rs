@@ -24,6 +24,7 @@ use crate::input::lock::GuiLock;
 use crate::input::stop::{Cause, StopLatch, StopWatcher};
 use crate::perception::{engine, Perceiver, Perception, Target};
 use crate::record::events::{Bus, Event, JsonlSink, Sink, State};
+use crate::record::redact::Secrets;
 use crate::record::session::{PhaseTimes, Recorder, Status, StepRecord};
 use crate::safety::rails::{self, Checked, Decision, Refusal, Screen, Step};
 use crate::screen;
@@ -36,6 +37,9 @@ use confirm::{Confirm, Question};
 use packet::PastStep;
 use tool::{ActResult, ActStatus, ActionOutcome, ErrorKind, ObservationView, ToolCall, ToolResult};
 use verify::{overlay, repeatable, typed_at, verify, Evidence, Verdict};
+
+/// The rails' rule for text that would go into a password field (`rails::type_text`).
+const PASSWORD_RULE: &str = "password-field";
 
 /// The version of the tool contract recorded in every session.
 pub const PROMPT_VERSION: &str = "tools.v2+packet.v2";
@@ -190,6 +194,12 @@ pub struct Desk {
     failure: Option<String>,
     /// Observations carry the annotated JPEG (for a model measured to use pictures).
     model_pictures: Option<PictureConfig>,
+    /// Text the rails refused as a password: masked in every event and record (`emit_event`,
+    /// `record_step`).
+    secrets: Secrets,
+    /// The driver's plan for the next act and what it says with it, held until the rails have
+    /// judged that batch (`Host::emit`, `judge_secrets`).
+    held: Option<Vec<Event>>,
 }
 
 impl Desk {
@@ -260,6 +270,8 @@ impl Desk {
             stop_told: false,
             failure: None,
             model_pictures: None,
+            secrets: Secrets::default(),
+            held: None,
         })
     }
 
@@ -302,6 +314,8 @@ impl Desk {
         self.ended = None;
         self.stop_told = false;
         self.failure = None;
+        self.secrets = Secrets::default();
+        self.held = None;
         Ok(())
     }
 
@@ -358,10 +372,65 @@ impl Desk {
         self.settings.rails.mode
     }
 
+    /// The one door events leave the desk by: the driver's held words first, then `e`, each
+    /// with the session's secrets masked.
     fn emit_event(&mut self, e: Event) {
-        self.bus.emit(e);
+        for h in self.held.take().into_iter().flatten() {
+            self.bus.emit(self.secrets.mask_event(h));
+        }
+        self.bus.emit(self.secrets.mask_event(e));
         if let Some(why) = self.bus.take_failure() {
             self.failure.get_or_insert(why);
+        }
+    }
+
+    /// Text refused as a password is never recorded, streamed, spoken or shown. It becomes a
+    /// secret here, at the start of `act`, before anything about its batch is emitted or
+    /// written: the driver's plan and the words said with it were held since it emitted them
+    /// (`Host::emit`; `agent::drive` emits the plan first), and every event and step record
+    /// leaves the desk masked (`emit_event`, `record_step`). The rails are pure, so asking them
+    /// here first changes nothing of what `approved` then decides; a text is a secret when they
+    /// refuse its batch by the password rule (the field that has the keyboard is a password
+    /// field, or may be one). A secret learnt late is also taken out of the record so far.
+    fn judge_secrets(&mut self, batch: &Batch, obs: &Observation) {
+        let typed: Vec<&str> = batch
+            .actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Type { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        if typed.is_empty() {
+            return;
+        }
+        let named = batch
+            .observation_id
+            .clone()
+            .unwrap_or_else(|| obs.id.clone());
+        let screen = Screen {
+            observation_id: &named,
+            latest_id: &obs.id,
+            targets: &obs.perception.targets,
+            mapping: obs.mapping,
+            app: obs.app.as_deref(),
+            focus: self
+                .focus
+                .as_ref()
+                .filter(|f| f.carried(&obs.perception.targets)),
+        };
+        let refused = rails::check(batch, &screen, &self.settings.rails, &self.settings.stop.combo);
+        if !matches!(&refused, Err(r) if r.rule == PASSWORD_RULE) {
+            return;
+        }
+        let mut learnt = false;
+        for t in typed {
+            learnt |= self.secrets.add(t);
+        }
+        if learnt {
+            if let Some(r) = self.recorder.as_mut() {
+                self.secrets.mask_record(&mut r.record);
+            }
         }
     }
 
@@ -509,10 +578,11 @@ impl Desk {
                 "act needs an observation: call observe first",
             );
         };
+        self.judge_secrets(batch, &obs);
         let why = if self.plan.is_empty() {
             "act".to_string()
         } else {
-            self.plan.clone()
+            self.secrets.mask(&self.plan)
         };
         self.go(State::Act, &why);
         let mut p = self.pending(obs, batch, plan_ms);
@@ -549,7 +619,7 @@ impl Desk {
             .observation_id
             .get_or_insert_with(|| obs.id.clone())
             .clone();
-        let plan = std::mem::take(&mut self.plan);
+        let plan = self.secrets.mask(&std::mem::take(&mut self.plan));
         let result = ActResult {
             observation_id: named,
             app: obs.app.clone(),
@@ -985,7 +1055,7 @@ impl Desk {
         let (picture, focus) = focus_of(&p.obs, &p.clicks);
         let index = self.recorder.as_ref()?.record.steps.len() + 1;
         let times = p.times.clone();
-        let step = StepRecord {
+        let mut step = StepRecord {
             index,
             observation_id: p.obs.id.clone(),
             actions: p.batch.to_value(),
@@ -1000,6 +1070,7 @@ impl Desk {
             picture: Some(picture),
             focus,
         };
+        self.secrets.mask_step(&mut step);
         if let Some(Err(e)) = self.recorder.as_mut().map(|r| r.push_step(step)) {
             self.record_failed(e);
         }
@@ -1019,6 +1090,8 @@ impl Desk {
 impl Host for Desk {
     fn call(&mut self, call: &ToolCall) -> ToolResult {
         if let Some((status, summary)) = &self.ended {
+            // A plan held for an act that will not run is not told.
+            self.held = None;
             return ToolResult::Ended {
                 status: *status,
                 summary: summary.clone(),
@@ -1119,15 +1192,22 @@ impl Host for Desk {
         self.latest = Some(p.obs);
     }
 
+    /// A driver's plan is held, with whatever it says after it, until the next act has been
+    /// judged (see `judge_secrets`); anything else it emits goes out at once.
     fn emit(&mut self, e: Event) {
         if let Event::Plan { say, .. } = &e {
             self.plan = say.clone();
+            self.held.get_or_insert_with(Vec::new).push(e);
+            return;
         }
-        self.emit_event(e);
+        match &mut self.held {
+            Some(h) => h.push(e),
+            None => self.emit_event(e),
+        }
     }
 
     fn go(&mut self, to: State, why: &str) {
-        tracing::debug!("{:?} -> {to:?}: {why}", self.state);
+        tracing::debug!("{:?} -> {to:?}: {}", self.state, self.secrets.mask(why));
         let from = std::mem::replace(&mut self.state, to);
         if from == to {
             return;
@@ -1155,6 +1235,7 @@ impl Host for Desk {
 
     fn end(&mut self, status: Status, summary: &str) -> ToolResult {
         if self.ended.is_none() {
+            let summary = &self.secrets.mask(summary);
             let to = match status {
                 Status::Done => State::Done,
                 Status::Stopped => State::Stopped,
