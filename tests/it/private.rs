@@ -330,18 +330,18 @@ fn a_refused_password_and_the_key_are_in_no_record_console_or_log() {
             "gemini-3.8-live",
             "sign in to the terminal",
         ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        // Files, not pipes: a log at TRACE would fill a pipe no one reads yet.
+        .stdout(std::fs::File::create(data.path().join("stdout")).unwrap())
+        .stderr(std::fs::File::create(data.path().join("stderr")).unwrap())
         .spawn()
         .unwrap();
     model_types_a_password(&server);
-    let o = child.wait_with_output().unwrap();
-    let out = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_ne!(o.status.code(), Some(101), "{out}");
+    let mut child = Guard(child);
+    let status = child.0.wait().unwrap();
+    let out = ["stdout", "stderr"]
+        .map(|f| std::fs::read_to_string(data.path().join(f)).unwrap())
+        .join("\n");
+    assert_ne!(status.code(), Some(101), "{out}");
     // The log was on, the wire crates' own lines in it (below TRACE).
     assert!(out.contains("Client handshake done"), "no debug log: {out}");
     assert!(!out.contains(KEY), "the key was logged");
