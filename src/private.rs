@@ -224,7 +224,9 @@ mod tests {
         );
         // Another user's file (root's, when the tests do not run as root).
         if uid() != 0 {
-            let e = read_own(Path::new("/etc/hostname")).unwrap_err().to_string();
+            let e = read_own(Path::new("/etc/hostname"))
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("belongs to uid 0") || e.contains("mode"), "{e}");
         }
     }

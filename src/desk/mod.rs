@@ -419,7 +419,12 @@ impl Desk {
                 .as_ref()
                 .filter(|f| f.carried(&obs.perception.targets)),
         };
-        let refused = rails::check(batch, &screen, &self.settings.rails, &self.settings.stop.combo);
+        let refused = rails::check(
+            batch,
+            &screen,
+            &self.settings.rails,
+            &self.settings.stop.combo,
+        );
         if !matches!(&refused, Err(r) if r.rule == PASSWORD_RULE) {
             return;
         }

@@ -43,7 +43,7 @@ impl Secrets {
         }
         self.forms
             .extend(forms.into_iter().map(|f| (f, mask.clone())));
-        self.forms.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        self.forms.sort_by_key(|f| std::cmp::Reverse(f.0.len()));
         true
     }
 
@@ -116,7 +116,11 @@ impl Secrets {
                     self.mask_in(s);
                 }
             }
-            Event::Transition { from: _, to: _, why } => self.mask_in(why),
+            Event::Transition {
+                from: _,
+                to: _,
+                why,
+            } => self.mask_in(why),
             Event::Observed {
                 observation_id,
                 app,
@@ -184,7 +188,12 @@ impl Secrets {
     /// A step record with every text it carries masked.
     pub fn mask_step(&self, s: &mut StepRecord) {
         self.mask_value(&mut s.actions);
-        for t in [&mut s.plan, &mut s.detail, &mut s.rails, &mut s.observation_id] {
+        for t in [
+            &mut s.plan,
+            &mut s.detail,
+            &mut s.rails,
+            &mut s.observation_id,
+        ] {
             self.mask_in(t);
         }
     }
@@ -218,7 +227,10 @@ mod tests {
         q.add("p\"w\\d");
         let plan = format!("act: {}", json!({"text": "p\"w\\d"}));
         assert!(!q.mask(&plan).contains("p\\\"w"), "{}", q.mask(&plan));
-        assert_eq!(q.mask(&format!("{:?}", "p\"w\\d")), "\"•••• (5 characters)\"");
+        assert_eq!(
+            q.mask(&format!("{:?}", "p\"w\\d")),
+            "\"•••• (5 characters)\""
+        );
         // A mask is not masked again, whatever else is secret.
         let mut c = Secrets::default();
         c.add("char");
@@ -235,7 +247,10 @@ mod tests {
             actions: json!({"actions": [{"action": "type", "text": "s3cret"}], "s3cret": 1}),
         });
         let text = serde_json::to_string(&plan).unwrap();
-        assert!(!text.contains("s3cret") && text.contains("•••• (6 characters)"), "{text}");
+        assert!(
+            !text.contains("s3cret") && text.contains("•••• (6 characters)"),
+            "{text}"
+        );
         let e = s.mask_event(Event::SessionEnded {
             status: "failed".into(),
             summary: "could not type s3cret".into(),

@@ -281,8 +281,13 @@ mod tests {
         let html = render(&r.dir, &r.record);
         use base64::Engine as _;
         let b64 = base64::engine::general_purpose::STANDARD.encode(b"TOP-SECRET-BYTES");
-        assert!(!html.contains(&b64) && !html.contains("data:image"), "{html}");
-        assert!(html.contains(&format!(r#"<meta http-equiv="Content-Security-Policy" content="{CSP}">"#)));
+        assert!(
+            !html.contains(&b64) && !html.contains("data:image"),
+            "{html}"
+        );
+        assert!(html.contains(&format!(
+            r#"<meta http-equiv="Content-Security-Policy" content="{CSP}">"#
+        )));
         assert!(CSP.contains("default-src 'none'") && !CSP.contains("script"));
     }
 

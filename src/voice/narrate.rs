@@ -244,8 +244,8 @@ fn voice_thread(
     let mut playing: Option<(rodio::Player, Instant, Duration)> = None;
     // The sentence being rendered holds what was said: it is written in the private runtime
     // dir (0700), never under a predictable name in the shared temp dir.
-    let scratch = crate::private::runtime_dir()
-        .map(|d| d.join(format!("voice-{}.wav", std::process::id())));
+    let scratch =
+        crate::private::runtime_dir().map(|d| d.join(format!("voice-{}.wav", std::process::id())));
     loop {
         // Poll the stop latch while waiting (the loop may be busy in OCR or an action); once it
         // has fired, or with none to watch, just wait.
@@ -364,7 +364,9 @@ fn voice_thread(
             (None, Ok(s)) => s.as_path(),
             (None, Err(e)) => {
                 if !warned_tts {
-                    tracing::warn!("no voice (no private runtime dir: {e}); narration is printed only");
+                    tracing::warn!(
+                        "no voice (no private runtime dir: {e}); narration is printed only"
+                    );
                     warned_tts = true;
                 }
                 continue;

@@ -3,7 +3,7 @@
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -101,8 +101,8 @@ fn a_planted_or_untrusted_serve_json_never_gets_the_token() {
         )
     };
     let o = run();
-    let token = std::fs::read_to_string(home.path().join("config/voxdesk/serve.token"))
-        .unwrap_or_default();
+    let token =
+        std::fs::read_to_string(home.path().join("config/voxdesk/serve.token")).unwrap_or_default();
     let heads = trap.heads();
     assert!(
         heads.is_empty(),
@@ -147,7 +147,9 @@ fn pictures_and_narration_are_private_whatever_the_umask() {
     std::fs::create_dir(&out).unwrap();
     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o777)).unwrap();
     let mut look = bin();
-    look.env("DISPLAY", d).args(["look", "--annotate"]).arg(out.join("a.png"))
+    look.env("DISPLAY", d)
+        .args(["look", "--annotate"])
+        .arg(out.join("a.png"))
         .arg("--frame")
         .arg(out.join("f.png"));
     let o = umask0(&look).output().unwrap();
@@ -187,7 +189,11 @@ fn pictures_and_narration_are_private_whatever_the_umask() {
     }
     assert_eq!(mode(&wavs), 0o700);
     assert_eq!(mode(&out.join("new")), 0o700);
-    assert_eq!(mode(&out), 0o777, "a directory the person made keeps its mode");
+    assert_eq!(
+        mode(&out),
+        0o777,
+        "a directory the person made keeps its mode"
+    );
     // Spoken: the scratch WAV is rendered in the private runtime dir and removed.
     let err = run(&[]);
     assert!(!err.contains("no voice"), "narration did not render: {err}");
@@ -236,17 +242,21 @@ fn model_types_a_password(server: &Server) {
             .as_str()
             .unwrap(),
     );
-    c.send(json!({"toolCall": {"functionCalls": [{"id": "fc1", "name": "act", "args": {
+    c.send(
+        json!({"toolCall": {"functionCalls": [{"id": "fc1", "name": "act", "args": {
         "observation_id": obs["observation_id"],
         "actions": [{"action": "type", "text": SECRET}],
-        "expect": {"changes": true}}}]}}));
+        "expect": {"changes": true}}}]}}),
+    );
     let r = c.expect("the act's answer", SOON, |v| {
         v.pointer("/toolResponse/functionResponses/0").is_some()
     });
     let r = &r["toolResponse"]["functionResponses"][0]["response"];
     assert_eq!(r["refusal"]["rule"], "password-field", "{r}");
-    c.send(json!({"toolCall": {"functionCalls": [{"id": "fc2", "name": "done",
-        "args": {"success": false, "summary": "I could not sign in."}}]}}));
+    c.send(
+        json!({"toolCall": {"functionCalls": [{"id": "fc2", "name": "done",
+        "args": {"success": false, "summary": "I could not sign in."}}]}}),
+    );
     c.expect("done's answer", SOON, |v| {
         v.pointer("/toolResponse/functionResponses/0").is_some()
     });
@@ -290,7 +300,10 @@ fn assert_masked(session: &Path) {
             .unwrap();
     let step = &rec["steps"][0];
     assert_eq!(step["rails"], "password-field", "{rec}");
-    assert_eq!(step["actions"]["actions"][0]["text"], "•••• (11 characters)", "{rec}");
+    assert_eq!(
+        step["actions"]["actions"][0]["text"], "•••• (11 characters)",
+        "{rec}"
+    );
 }
 
 /// A password typed by a realtime model and refused by the rails, through `voxdesk run` at
@@ -347,13 +360,21 @@ fn a_refused_password_and_the_key_are_in_no_record_console_or_log() {
     assert!(!out.contains(KEY), "the key was logged");
     assert!(!out.contains(SECRET), "the password was printed or logged");
     let session = session_dir(data.path());
-    let report = output(bin().env("XDG_DATA_HOME", data.path()).arg("report").arg(&session));
+    let report = output(
+        bin()
+            .env("XDG_DATA_HOME", data.path())
+            .arg("report")
+            .arg(&session),
+    );
     assert!(report.status.success());
     assert!(session.join("report.html").is_file());
     assert_masked(&session);
     let hits = grep_dir(&session, SECRET);
     assert!(hits.is_empty(), "the password is in {hits:?}");
-    assert!(!got.exists(), "something was typed into the password prompt");
+    assert!(
+        !got.exists(),
+        "something was typed into the password prompt"
+    );
 }
 
 /// The same through the daemon: nothing of the password on its event stream, in its API's
@@ -398,7 +419,10 @@ fn a_refused_password_is_never_streamed_by_the_daemon() {
     );
     let streamed = serde_json::to_string(&events.events()).unwrap();
     assert!(streamed.contains("password-field"), "{streamed}");
-    assert!(!streamed.contains(SECRET), "the password was streamed: {streamed}");
+    assert!(
+        !streamed.contains(SECRET),
+        "the password was streamed: {streamed}"
+    );
     assert!(!rec.to_string().contains(SECRET), "{rec}");
     let report = http()
         .get(format!("{}/observe/sessions/{id}/report", dm.url))
@@ -415,8 +439,15 @@ fn a_refused_password_is_never_streamed_by_the_daemon() {
     drop(dm);
     let logged = std::fs::read_to_string(&log).unwrap();
     assert!(logged.contains("DEBUG"), "no debug log: {logged}");
-    for (what, s) in [("password", SECRET), ("key", KEY), ("token", token.as_str())] {
+    for (what, s) in [
+        ("password", SECRET),
+        ("key", KEY),
+        ("token", token.as_str()),
+    ] {
         assert!(!logged.contains(s), "the {what} was logged");
     }
-    assert!(!got.exists(), "something was typed into the password prompt");
+    assert!(
+        !got.exists(),
+        "something was typed into the password prompt"
+    );
 }

@@ -186,11 +186,7 @@ impl Listener {
     pub(crate) fn events(&self) -> Vec<(u64, String, Value)> {
         self.got.lock().unwrap().clone()
     }
-    pub(crate) fn wait(
-        &self,
-        within: Duration,
-        f: impl Fn(&(u64, String, Value)) -> bool,
-    ) -> bool {
+    pub(crate) fn wait(&self, within: Duration, f: impl Fn(&(u64, String, Value)) -> bool) -> bool {
         wait_for(within, || self.events().iter().any(&f))
     }
 }
@@ -724,8 +720,14 @@ fn the_panel_is_framed_by_no_one_and_a_record_cannot_name_a_file_outside_its_ses
     let html = r.text().unwrap();
     use base64::Engine as _;
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    assert!(!html.contains(&b64("OUTSIDE-SECRET-BYTES")), "the report embeds a file outside");
-    assert!(html.contains(&b64("INSIDE")), "the report lost its own picture");
+    assert!(
+        !html.contains(&b64("OUTSIDE-SECRET-BYTES")),
+        "the report embeds a file outside"
+    );
+    assert!(
+        html.contains(&b64("INSIDE")),
+        "the report lost its own picture"
+    );
     // The token, by header and in the event stream's query, logged nowhere.
     let _ = c
         .get(format!("{}/observe/events?token={}", dm.url, dm.token))

@@ -267,7 +267,8 @@ async fn report(State(app): State<Shared>, Path(id): Path<String>) -> Response {
         .unwrap_or_default();
     let mut resp = Html(html).into_response();
     if let Ok(v) = header::HeaderValue::from_str(&report_csp()) {
-        resp.headers_mut().insert(header::CONTENT_SECURITY_POLICY, v);
+        resp.headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, v);
     }
     resp
 }

@@ -65,9 +65,12 @@ fn trusted_url(path: &std::path::Path) -> Result<Option<String>> {
         return Ok(None);
     }
     let url = v["url"].as_str().unwrap_or_default();
-    loopback_base(url)
-        .map(Some)
-        .ok_or_else(|| anyhow::anyhow!("{} names {url:?}, not http:// on a loopback address: the token is sent nowhere else", path.display()))
+    loopback_base(url).map(Some).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{} names {url:?}, not http:// on a loopback address: the token is sent nowhere else",
+            path.display()
+        )
+    })
 }
 
 /// `http://<loopback ip>:<port>`, nothing more, as a base URL; `None` for anything else.
@@ -85,7 +88,8 @@ fn loopback_base(url: &str) -> Option<String> {
         url::Host::Domain(_) => return None,
     };
     let port = u.port_or_known_default()?;
-    (plain && ip.is_loopback()).then(|| format!("http://{}:{port}", u.host_str().unwrap_or_default()))
+    (plain && ip.is_loopback())
+        .then(|| format!("http://{}:{port}", u.host_str().unwrap_or_default()))
 }
 
 /// The address a client on this machine reaches a daemon bound to `local` at: a wildcard
