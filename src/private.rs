@@ -257,6 +257,6 @@ mod tests {
             assert!(!cap.would_enable(target, &Level::TRACE), "{target}");
             assert!(cap.would_enable(target, &Level::DEBUG), "{target}");
         }
-        assert!(cap.would_enable("voxdesk::desk", &Level::TRACE));
+        assert!(cap.would_enable("voxdesk", &Level::TRACE));
     }
 }
