@@ -286,13 +286,7 @@ fn fix_mmap_threshold() {
 fn main() -> ExitCode {
     ensure_single_threaded_omp();
     fix_mmap_threshold();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("VOXDESK_LOG")
-                .unwrap_or_else(|_| "warn,enigo=error".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    logging();
     let cli = Cli::parse();
     match run(cli) {
         Ok(exit) => ExitCode::from(code(exit)),
@@ -301,6 +295,23 @@ fn main() -> ExitCode {
             ExitCode::from(code(Exit::Failed))
         }
     }
+}
+
+/// The log on stderr: what `VOXDESK_LOG` asks (default: warnings), and never a key or token at
+/// any level: the crates that see them on the wire are capped below TRACE by a filter of their
+/// own, which no directive of `VOXDESK_LOG` can lift (`voxdesk::private::log_cap`).
+fn logging() {
+    use tracing_subscriber::prelude::*;
+    let asked = tracing_subscriber::EnvFilter::try_from_env("VOXDESK_LOG")
+        .unwrap_or_else(|_| "warn,enigo=error".into());
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(voxdesk::private::log_cap()),
+        )
+        .with(asked)
+        .init();
 }
 
 /// The one place outcomes become exit codes.

@@ -91,6 +91,14 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
                 text: "Observe mode: that was recorded, not done.".into(),
             });
         }
+        // The plan of an act comes before the words said with it: a host holds them all until
+        // it has judged the batch (the desk masks text refused as a password in every one).
+        if let What::Call(ToolCall::Act(batch)) = &mv.what {
+            host.emit(Event::Plan {
+                say: mv.plan.clone(),
+                actions: batch.to_value(),
+            });
+        }
         for s in &mv.say {
             host.emit(Event::Narration { text: s.clone() });
         }
@@ -110,10 +118,6 @@ pub fn drive(driver: &mut dyn Driver, host: &mut dyn Host, limits: Limits) -> En
                 policy.looked(&last);
             }
             What::Call(ToolCall::Act(batch)) => {
-                host.emit(Event::Plan {
-                    say: mv.plan.clone(),
-                    actions: batch.to_value(),
-                });
                 last = host.call(&ToolCall::Act(batch));
                 tell(host, &last);
                 match policy.after_act(&mv.plan, &last) {

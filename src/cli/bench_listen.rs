@@ -146,8 +146,8 @@ pub const OUT_OF_GRAMMAR: &[&str] = &[
 
 /// `text` spoken by `voice`, as 16 kHz mono PCM16.
 pub fn synth(voice: &[&str], text: &str) -> Result<Vec<i16>> {
-    let dir = std::env::temp_dir();
-    let wav = dir.join(format!("voxdesk-synth-{}.wav", std::process::id()));
+    let wav = voxdesk::private::runtime_dir()?.join(format!("synth-{}.wav", std::process::id()));
+    drop(voxdesk::private::create(&wav)?);
     let mut c = Command::new(voice[0]);
     c.args(&voice[1..]);
     if voice[0] == "flite" {
@@ -359,8 +359,10 @@ pub fn local(runs: usize, with_accuracy: bool) -> Result<String> {
     let mut desk = Desk::new(&settings, None, Box::new(Nobody), latch.clone())?;
     let labels = desk.labels_now().map_err(|e| anyhow::anyhow!(e))?;
     listener.set_labels(labels);
-    let dir = std::env::temp_dir().join(format!("voxdesk-bench-listen-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    let tmp = tempfile::Builder::new()
+        .prefix("voxdesk-bench-listen-")
+        .tempdir()?;
+    let dir = tmp.path().to_path_buf();
     let mut act_ms = Vec::new();
     let mut stop_ms = Vec::new();
     let mut heard_wrong = 0;

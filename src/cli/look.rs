@@ -52,9 +52,7 @@ pub fn look(a: LookArgs) -> Result<Exit> {
     let mut p = perception::Perceiver::new(perception::engine::default_workers())?;
     let r = p.perceive(f.image.as_raw(), w, h, true)?;
     if let Some(out) = &a.frame {
-        f.image
-            .save_with_format(out, image::ImageFormat::Png)
-            .with_context(|| format!("writing {}", out.display()))?;
+        write_png(&f.image, out)?;
     }
     if let Some(out) = &a.annotate {
         write_picture(&f, &r.targets, a.picture_max, out)?;
@@ -122,11 +120,17 @@ fn write_picture(
         .and_then(|e| e.to_str())
         .is_some_and(|e| e.eq_ignore_ascii_case("jpg") || e.eq_ignore_ascii_case("jpeg"));
     if is_jpeg {
-        std::fs::write(out, &pic.jpeg).with_context(|| format!("writing {}", out.display()))?;
-    } else {
-        pic.image
-            .save_with_format(out, image::ImageFormat::Png)
+        voxdesk::private::write(out, &pic.jpeg)
             .with_context(|| format!("writing {}", out.display()))?;
+    } else {
+        write_png(&pic.image, out)?;
     }
     Ok(())
+}
+
+/// A picture of the screen is as private as a step picture: written 0600, whatever the umask.
+fn write_png(img: &image::RgbaImage, out: &Path) -> Result<()> {
+    let mut png = Vec::new();
+    img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)?;
+    voxdesk::private::write(out, &png).with_context(|| format!("writing {}", out.display()))
 }

@@ -134,7 +134,7 @@ pub fn probe(
     };
     let path = profile::cache_path(&cache, spec.provider, &model);
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        voxdesk::private::dir(dir)?;
     }
     voxdesk::private::write(&path, serde_json::to_string_pretty(&m)?.as_bytes())?;
     println!(

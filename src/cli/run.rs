@@ -29,7 +29,7 @@ pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     let loaded = settings(config, a.mode.clone())?;
     let model = super::realtime::model(&loaded, &a.provider, a.model.as_deref());
     // One process owns the screen's session: when the daemon runs, it runs this one too.
-    if let Some((url, token)) = super::serve::running_daemon() {
+    if let Some((url, token)) = super::serve::running_daemon()? {
         if a.endpoint.is_some() || a.narration_wav.is_some() {
             tracing::warn!("--endpoint and --narration-wav are the daemon's to set; ignored");
         }

@@ -25,6 +25,7 @@ use crate::input::stop::{Cause, StopLatch, StopWatcher};
 use crate::keys::Keymap;
 use crate::perception::{engine, Perceiver, Perception, Target};
 use crate::record::events::{Bus, Event, JsonlSink, Sink, State};
+use crate::record::redact::Secrets;
 use crate::record::session::{PhaseTimes, Recorder, Status, StepRecord};
 use crate::safety::confirm::ask as ask_yes;
 use crate::safety::rails::{self, Checked, Decision, Refusal, Screen, Step};
@@ -39,6 +40,9 @@ use confirm::{Confirm, Question};
 use packet::PastStep;
 use tool::{ActResult, ActStatus, ActionOutcome, ErrorKind, ObservationView, ToolCall, ToolResult};
 use verify::{overlay, repeatable, typed_at, verify, Evidence, Verdict};
+
+/// The rails' rule for text that would go into a password field (`rails::type_text`).
+const PASSWORD_RULE: &str = "password-field";
 
 /// The version of the tool contract recorded in every session.
 pub const PROMPT_VERSION: &str = "tools.v2+packet.v2";
@@ -199,6 +203,12 @@ pub struct Desk {
     failure: Option<String>,
     /// Observations carry the annotated JPEG (for a model measured to use pictures).
     model_pictures: Option<PictureConfig>,
+    /// Text the rails refused as a password: masked in every event and record (`emit_event`,
+    /// `record_step`).
+    secrets: Secrets,
+    /// The driver's plan for the next act and what it says with it, held until the rails have
+    /// judged that batch (`Host::emit`, `judge_secrets`).
+    held: Option<Vec<Event>>,
 }
 
 impl Desk {
@@ -272,6 +282,8 @@ impl Desk {
             stop_told: false,
             failure: None,
             model_pictures: None,
+            secrets: Secrets::default(),
+            held: None,
         })
     }
 
@@ -314,6 +326,8 @@ impl Desk {
         self.ended = None;
         self.stop_told = false;
         self.failure = None;
+        self.secrets = Secrets::default();
+        self.held = None;
         Ok(())
     }
 
@@ -370,10 +384,72 @@ impl Desk {
         self.settings.rails.mode
     }
 
+    /// The one door events leave the desk by: the driver's held words first, then `e`, each
+    /// with the session's secrets masked.
     fn emit_event(&mut self, e: Event) {
-        self.bus.emit(e);
+        for h in self.held.take().into_iter().flatten() {
+            self.bus.emit(self.secrets.mask_event(h));
+        }
+        self.bus.emit(self.secrets.mask_event(e));
         if let Some(why) = self.bus.take_failure() {
             self.failure.get_or_insert(why);
+        }
+    }
+
+    /// Text refused as a password is never recorded, streamed, spoken or shown. It becomes a
+    /// secret here, at the start of `act`, before anything about its batch is emitted or
+    /// written: the driver's plan and the words said with it were held since it emitted them
+    /// (`Host::emit`; `agent::drive` emits the plan first), and every event and step record
+    /// leaves the desk masked (`emit_event`, `record_step`). The rails are pure, so asking them
+    /// here first changes nothing of what `approved` then decides; a text is a secret when they
+    /// refuse its batch by the password rule (the field that has the keyboard is a password
+    /// field, or may be one). A secret learnt late is also taken out of the record so far.
+    fn judge_secrets(&mut self, batch: &Batch, obs: &Observation) {
+        let typed: Vec<&str> = batch
+            .actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Type { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        if typed.is_empty() {
+            return;
+        }
+        let named = batch
+            .observation_id
+            .clone()
+            .unwrap_or_else(|| obs.id.clone());
+        let screen = Screen {
+            observation_id: &named,
+            latest_id: &obs.id,
+            targets: &obs.perception.targets,
+            mapping: obs.mapping,
+            app: obs.app.as_deref(),
+            focus: self
+                .focus
+                .as_ref()
+                .filter(|f| f.carried(&obs.perception.targets)),
+            keymap: &self.keymap,
+            line: obs.window.as_ref().map(|w| self.lines.get(w)),
+        };
+        let refused = rails::check(
+            batch,
+            &screen,
+            &self.settings.rails,
+            &self.settings.stop.combo,
+        );
+        if !matches!(&refused, Err(r) if r.rule == PASSWORD_RULE) {
+            return;
+        }
+        let mut learnt = false;
+        for t in typed {
+            learnt |= self.secrets.add(t);
+        }
+        if learnt {
+            if let Some(r) = self.recorder.as_mut() {
+                self.secrets.mask_record(&mut r.record);
+            }
         }
     }
 
@@ -527,10 +603,11 @@ impl Desk {
                 "act needs an observation: call observe first",
             );
         };
+        self.judge_secrets(batch, &obs);
         let why = if self.plan.is_empty() {
             "act".to_string()
         } else {
-            self.plan.clone()
+            self.secrets.mask(&self.plan)
         };
         self.go(State::Act, &why);
         let mut p = self.pending(obs, batch, plan_ms);
@@ -567,7 +644,7 @@ impl Desk {
             .observation_id
             .get_or_insert_with(|| obs.id.clone())
             .clone();
-        let plan = std::mem::take(&mut self.plan);
+        let plan = self.secrets.mask(&std::mem::take(&mut self.plan));
         let result = ActResult {
             observation_id: named,
             app: obs.app.clone(),
@@ -1008,7 +1085,7 @@ impl Desk {
         let (picture, focus) = focus_of(&p.obs, &p.clicks);
         let index = self.recorder.as_ref()?.record.steps.len() + 1;
         let times = p.times.clone();
-        let step = StepRecord {
+        let mut step = StepRecord {
             index,
             observation_id: p.obs.id.clone(),
             actions: p.batch.to_value(),
@@ -1023,6 +1100,7 @@ impl Desk {
             picture: Some(picture),
             focus,
         };
+        self.secrets.mask_step(&mut step);
         if let Some(Err(e)) = self.recorder.as_mut().map(|r| r.push_step(step)) {
             self.record_failed(e);
         }
@@ -1042,6 +1120,8 @@ impl Desk {
 impl Host for Desk {
     fn call(&mut self, call: &ToolCall) -> ToolResult {
         if let Some((status, summary)) = &self.ended {
+            // A plan held for an act that will not run is not told.
+            self.held = None;
             return ToolResult::Ended {
                 status: *status,
                 summary: summary.clone(),
@@ -1144,15 +1224,22 @@ impl Host for Desk {
         self.latest = Some(p.obs);
     }
 
+    /// A driver's plan is held, with whatever it says after it, until the next act has been
+    /// judged (see `judge_secrets`); anything else it emits goes out at once.
     fn emit(&mut self, e: Event) {
         if let Event::Plan { say, .. } = &e {
             self.plan = say.clone();
+            self.held.get_or_insert_with(Vec::new).push(e);
+            return;
         }
-        self.emit_event(e);
+        match &mut self.held {
+            Some(h) => h.push(e),
+            None => self.emit_event(e),
+        }
     }
 
     fn go(&mut self, to: State, why: &str) {
-        tracing::debug!("{:?} -> {to:?}: {why}", self.state);
+        tracing::debug!("{:?} -> {to:?}: {}", self.state, self.secrets.mask(why));
         let from = std::mem::replace(&mut self.state, to);
         if from == to {
             return;
@@ -1180,6 +1267,7 @@ impl Host for Desk {
 
     fn end(&mut self, status: Status, summary: &str) -> ToolResult {
         if self.ended.is_none() {
+            let summary = &self.secrets.mask(summary);
             let to = match status {
                 Status::Done => State::Done,
                 Status::Stopped => State::Stopped,
@@ -1276,12 +1364,19 @@ struct Lines {
 
 impl Lines {
     fn load(display: &str) -> Lines {
-        let path = crate::input::lock::lock_path(display).with_extension("lines.json");
         let mut lines = Lines {
-            path,
+            path: PathBuf::new(),
             by_window: Default::default(),
             unseen: Line::default(),
         };
+        match crate::input::lock::lock_path(display) {
+            Ok(p) => lines.path = p.with_extension("lines.json"),
+            Err(e) => {
+                tracing::warn!("no private runtime dir ({e}); every terminal line is unknown");
+                lines.unseen.lose();
+                return lines;
+            }
+        }
         match std::fs::read(&lines.path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
@@ -1327,6 +1422,9 @@ impl Lines {
             .iter()
             .map(|(w, l)| (w.as_str(), l.text()))
             .collect();
+        if self.path.as_os_str().is_empty() {
+            return;
+        }
         let written = self
             .path
             .parent()

@@ -56,16 +56,14 @@ pub fn is_live(o: &Owner, now: u64) -> bool {
     o.expires_ms > now && process_start(o.pid) == Some(o.start)
 }
 
-/// Where the lock for `display` lives: `$XDG_RUNTIME_DIR/voxdesk/` (else the temp dir).
-pub fn lock_path(display: &str) -> PathBuf {
-    let base = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
+/// Where the lock for `display` lives: the private runtime dir (`$XDG_RUNTIME_DIR/voxdesk/`,
+/// never the shared temp dir, where another user could plant a lock that refuses every desk).
+pub fn lock_path(display: &str) -> std::io::Result<PathBuf> {
     let safe: String = display
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    base.join("voxdesk").join(format!("gui-{safe}.lock"))
+    Ok(crate::private::runtime_dir()?.join(format!("gui-{safe}.lock")))
 }
 
 /// A held lock; renewed on a thread while alive, removed on drop.
@@ -125,7 +123,11 @@ fn read_owner(path: &Path) -> Option<Owner> {
 impl GuiLock {
     /// Take the lock for `display` with a lease of `lease_ms`, renewed every third of it.
     pub fn acquire(display: &str, lease_ms: u64) -> Result<GuiLock, LockError> {
-        Self::acquire_at(&lock_path(display), display, lease_ms)
+        let path = lock_path(display).map_err(|e| LockError::Io {
+            path: "the private runtime dir".into(),
+            source: e,
+        })?;
+        Self::acquire_at(&path, display, lease_ms)
     }
 
     pub fn acquire_at(path: &Path, display: &str, lease_ms: u64) -> Result<GuiLock, LockError> {

@@ -14,13 +14,28 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// A step picture as a data URL; only a file inside the session's directory is embedded
+/// (`session::picture`: a record naming `/etc/passwd` embeds nothing).
 fn embed(dir: &Path, name: &Option<String>) -> Option<String> {
-    let bytes = std::fs::read(dir.join(name.as_ref()?)).ok()?;
+    let bytes = match crate::record::session::picture(dir, name.as_ref()?) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!("report: {e}");
+            return None;
+        }
+    };
     Some(format!(
         "data:image/png;base64,{}",
         base64::engine::general_purpose::STANDARD.encode(bytes)
     ))
 }
+
+/// What a report may do wherever it is opened (a file, the panel's new tab, the daemon's
+/// route): show its own styles and embedded pictures, and nothing else — no script, no fetch,
+/// no form, no link to load. The daemon serves it with the same policy as a header, plus
+/// `frame-ancestors 'none'` and `sandbox`, which a `<meta>` cannot carry.
+pub const CSP: &str =
+    "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
 
 /// The HTML of a session's report. Images are embedded, so the file stands alone.
 pub fn render(dir: &Path, r: &SessionRecord) -> String {
@@ -31,7 +46,7 @@ pub fn render(dir: &Path, r: &SessionRecord) -> String {
         .unwrap_or_else(|| "n/a".into());
     let _ = write!(
         h,
-        r#"<!doctype html><html><head><meta charset="utf-8"><title>voxdesk session {id}</title><style>
+        r#"<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="{CSP}"><title>voxdesk session {id}</title><style>
 body{{font-family:sans-serif;margin:24px;background:#f6f7f9;color:#1f2328}} h1{{font-size:20px}}
 .meta{{color:#555;margin-bottom:16px}} .step{{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:12px;margin:12px 0}}
 .badge{{display:inline-block;padding:2px 10px;border-radius:10px;color:#fff;font-weight:600}}
@@ -236,6 +251,44 @@ mod tests {
         assert!(html.contains("badge verified"));
         assert!(html.contains("click &lt;b&gt;Save&lt;/b&gt;") && !html.contains("<b>Save</b>"));
         assert!(html.contains("verified 100%"));
+    }
+
+    #[test]
+    fn a_picture_named_outside_the_session_is_not_embedded_and_no_script_runs() {
+        let d = tempfile::tempdir().unwrap();
+        let mut r =
+            Recorder::create(d.path(), "t", "local", "offline", "tools.v1", "auto").unwrap();
+        std::fs::write(d.path().join("secret.txt"), b"TOP-SECRET-BYTES").unwrap();
+        let outside = d.path().join("secret.txt").display().to_string();
+        for (i, name) in [outside.as_str(), "../secret.txt"].into_iter().enumerate() {
+            r.push_step(StepRecord {
+                index: i + 1,
+                observation_id: "o".into(),
+                actions: serde_json::json!([]),
+                rails: "approved".into(),
+                verification: "verified".into(),
+                detail: String::new(),
+                timings_ms: PhaseTimes::default(),
+                screenshot: Some(name.into()),
+                verify_screenshot: Some(name.into()),
+                click_points: vec![],
+                plan: String::new(),
+                picture: None,
+                focus: None,
+            })
+            .unwrap();
+        }
+        let html = render(&r.dir, &r.record);
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(b"TOP-SECRET-BYTES");
+        assert!(
+            !html.contains(&b64) && !html.contains("data:image"),
+            "{html}"
+        );
+        assert!(html.contains(&format!(
+            r#"<meta http-equiv="Content-Security-Policy" content="{CSP}">"#
+        )));
+        assert!(CSP.contains("default-src 'none'") && !CSP.contains("script"));
     }
 
     #[test]

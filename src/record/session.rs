@@ -211,6 +211,52 @@ impl Recorder {
     }
 }
 
+/// Why a step picture named by a `session.json` is not read.
+#[derive(Debug, thiserror::Error)]
+pub enum PictureError {
+    #[error("the picture {0:?} is not a file name inside the session directory")]
+    Outside(String),
+    #[error("the picture {name:?}: {source}")]
+    Io {
+        name: String,
+        source: std::io::Error,
+    },
+}
+
+/// The bytes of the step picture `name` of the session in `dir`. A `session.json` is data, not
+/// an authority: the name must stay inside the session directory (relative, no `..`, and not
+/// leading out through a symlink) and be a regular file, or nothing is read.
+pub fn picture(dir: &Path, name: &str) -> Result<Vec<u8>, PictureError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::path::Component;
+    let outside = || PictureError::Outside(name.to_string());
+    let rel = Path::new(name);
+    if name.is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        return Err(outside());
+    }
+    let io = |source| PictureError::Io {
+        name: name.to_string(),
+        source,
+    };
+    let root = dir.canonicalize().map_err(io)?;
+    let real = root.join(rel).canonicalize().map_err(io)?;
+    if !real.starts_with(&root) || real == root {
+        return Err(outside());
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&real)
+        .map_err(io)?;
+    if !f.metadata().map_err(io)?.file_type().is_file() {
+        return Err(outside());
+    }
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).map_err(io)?;
+    Ok(bytes)
+}
+
 /// Wall-clock milliseconds since the epoch, as records and events stamp them.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -305,6 +351,44 @@ mod tests {
         let mut none = back.clone();
         none.steps = vec![step(1, "unverified")];
         assert_eq!(none.verified_rate(), None, "n/a, never 0%");
+    }
+
+    #[test]
+    fn a_picture_is_read_only_from_inside_its_session() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("s1");
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("step-001.png"), b"png").unwrap();
+        std::fs::write(dir.join("sub/x.png"), b"sub").unwrap();
+        std::fs::write(d.path().join("secret"), b"secret").unwrap();
+        std::os::unix::fs::symlink(d.path().join("secret"), dir.join("out.png")).unwrap();
+        std::os::unix::fs::symlink("/etc", dir.join("etc")).unwrap();
+        std::os::unix::fs::symlink(dir.join("step-001.png"), dir.join("in.png")).unwrap();
+        assert_eq!(picture(&dir, "step-001.png").unwrap(), b"png");
+        assert_eq!(picture(&dir, "sub/x.png").unwrap(), b"sub");
+        // A link that stays inside is the file it names.
+        assert_eq!(picture(&dir, "in.png").unwrap(), b"png");
+        for bad in [
+            "/etc/passwd",
+            "../secret",
+            "sub/../../secret",
+            "./step-001.png",
+            "out.png",
+            "etc/passwd",
+            "",
+            ".",
+            "sub",
+        ] {
+            let e = picture(&dir, bad).unwrap_err();
+            assert!(
+                matches!(e, PictureError::Outside(_)),
+                "{bad:?} was not refused as outside: {e}"
+            );
+        }
+        assert!(matches!(
+            picture(&dir, "none.png"),
+            Err(PictureError::Io { .. })
+        ));
     }
 
     #[test]

@@ -671,7 +671,7 @@ pub fn write_wav(path: &std::path::Path, pcm: &[i16]) -> std::io::Result<()> {
     for s in pcm {
         b.extend_from_slice(&s.to_le_bytes());
     }
-    std::fs::write(path, b)
+    crate::private::write(path, &b)
 }
 
 #[cfg(test)]

@@ -242,7 +242,10 @@ fn voice_thread(
     let mut tried_output = !speak;
     let mut warned_tts = false;
     let mut playing: Option<(rodio::Player, Instant, Duration)> = None;
-    let scratch = std::env::temp_dir().join(format!("voxdesk-voice-{}.wav", std::process::id()));
+    // The sentence being rendered holds what was said: it is written in the private runtime
+    // dir (0700), never under a predictable name in the shared temp dir.
+    let scratch =
+        crate::private::runtime_dir().map(|d| d.join(format!("voice-{}.wav", std::process::id())));
     loop {
         // Poll the stop latch while waiting (the loop may be busy in OCR or an action); once it
         // has fired, or with none to watch, just wait.
@@ -356,9 +359,21 @@ fn voice_thread(
         if stale && wav.is_none() {
             continue; // a newer sentence is waiting: this one would be cut off at once
         }
-        let path = wav.as_deref().unwrap_or(&scratch);
-        if let Some(dir) = path.parent() {
-            let _ = std::fs::create_dir_all(dir);
+        let path = match (&wav, &scratch) {
+            (Some(w), _) => w.as_path(),
+            (None, Ok(s)) => s.as_path(),
+            (None, Err(e)) => {
+                if !warned_tts {
+                    tracing::warn!(
+                        "no voice (no private runtime dir: {e}); narration is printed only"
+                    );
+                    warned_tts = true;
+                }
+                continue;
+            }
+        };
+        if let Some(dir) = path.parent().filter(|_| wav.is_some()) {
+            let _ = crate::private::dir_keep(dir);
         }
         let bytes = match render(&text, path) {
             Ok(b) => b,
@@ -371,7 +386,7 @@ fn voice_thread(
             }
         };
         if wav.is_none() {
-            let _ = std::fs::remove_file(&scratch);
+            let _ = std::fs::remove_file(path);
         }
         if stale || !speak {
             continue;
@@ -546,7 +561,10 @@ pub fn probe_output() -> anyhow::Result<()> {
 }
 
 /// Render `text` to a WAV file at `path` with espeak-ng and return its bytes.
+/// Render `text` to a WAV at `path` with espeak-ng, and its bytes. The file is made 0600
+/// before espeak-ng writes into it (it keeps the mode of a file it truncates), whatever the umask.
 fn render(text: &str, path: &Path) -> anyhow::Result<Vec<u8>> {
+    drop(crate::private::create(path)?);
     let st = Command::new("espeak-ng")
         .arg("-w")
         .arg(path)

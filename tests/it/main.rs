@@ -7,6 +7,7 @@ mod fonts;
 mod model_server;
 mod narration;
 mod perception;
+mod private;
 mod realtime;
 mod run;
 mod serve;

@@ -10,20 +10,20 @@ use serde_json::{json, Value};
 
 use crate::util::*;
 
-struct Daemon {
-    url: String,
-    token: String,
+pub(crate) struct Daemon {
+    pub(crate) url: String,
+    pub(crate) token: String,
     child: Guard,
     runtime: PathBuf,
 }
 
-struct Dirs {
-    config: tempfile::TempDir,
-    data: tempfile::TempDir,
-    runtime: tempfile::TempDir,
+pub(crate) struct Dirs {
+    pub(crate) config: tempfile::TempDir,
+    pub(crate) data: tempfile::TempDir,
+    pub(crate) runtime: tempfile::TempDir,
 }
 
-fn dirs() -> Dirs {
+pub(crate) fn dirs() -> Dirs {
     Dirs {
         config: tempfile::tempdir().unwrap(),
         data: tempfile::tempdir().unwrap(),
@@ -41,6 +41,17 @@ fn free_port() -> u16 {
 
 /// Start the daemon on `display` with its own config, records and runtime dir.
 fn daemon(display: &str, d: &Dirs, extra: &[&str]) -> Daemon {
+    daemon_with(display, d, extra, &[], None)
+}
+
+/// The daemon with more environment, and its stderr (its log) in `log`.
+pub(crate) fn daemon_with(
+    display: &str,
+    d: &Dirs,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    log: Option<&Path>,
+) -> Daemon {
     let port = free_port();
     let mut c = bin();
     c.env("DISPLAY", display)
@@ -48,10 +59,14 @@ fn daemon(display: &str, d: &Dirs, extra: &[&str]) -> Daemon {
         .env("XDG_DATA_HOME", d.data.path())
         .env("XDG_RUNTIME_DIR", d.runtime.path())
         .env("VOXDESK_ALLOW_APPS", "XCalc")
+        .envs(env.iter().copied())
         .args(["serve", "--quiet", "--bind", &format!("127.0.0.1:{port}")])
         .args(extra)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stderr(match log {
+            Some(p) => Stdio::from(std::fs::File::create(p).unwrap()),
+            None => Stdio::inherit(),
+        });
     let mut child = c.spawn().expect("voxdesk serve");
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
@@ -70,7 +85,7 @@ fn daemon(display: &str, d: &Dirs, extra: &[&str]) -> Daemon {
     }
 }
 
-fn http() -> reqwest::blocking::Client {
+pub(crate) fn http() -> reqwest::blocking::Client {
     reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(60))
         .build()
@@ -78,7 +93,7 @@ fn http() -> reqwest::blocking::Client {
 }
 
 impl Daemon {
-    fn get(&self, path: &str) -> (u16, Value) {
+    pub(crate) fn get(&self, path: &str) -> (u16, Value) {
         let r = http()
             .get(format!("{}{path}", self.url))
             .bearer_auth(&self.token)
@@ -86,7 +101,7 @@ impl Daemon {
             .unwrap();
         (r.status().as_u16(), r.json().unwrap_or(Value::Null))
     }
-    fn post(&self, path: &str, body: Value) -> (u16, Value) {
+    pub(crate) fn post(&self, path: &str, body: Value) -> (u16, Value) {
         let r = http()
             .post(format!("{}{path}", self.url))
             .bearer_auth(&self.token)
@@ -102,7 +117,7 @@ impl Daemon {
         )
     }
     /// Wait until session `id` is no longer running; its record.
-    fn ended(&self, id: &str, within: Duration) -> Value {
+    pub(crate) fn ended(&self, id: &str, within: Duration) -> Value {
         let mut last = Value::Null;
         wait_for(within, || {
             last = self.get(&format!("/observe/sessions/{id}")).1;
@@ -113,12 +128,16 @@ impl Daemon {
 }
 
 /// A client of the event stream on a thread: every event (id, name, data) it received.
-struct Listener {
+pub(crate) struct Listener {
     got: Arc<Mutex<Vec<(u64, String, Value)>>>,
     _t: std::thread::JoinHandle<()>,
 }
 
-fn listen(d: &Daemon, last_event_id: Option<u64>, stop_after: Option<usize>) -> Listener {
+pub(crate) fn listen(
+    d: &Daemon,
+    last_event_id: Option<u64>,
+    stop_after: Option<usize>,
+) -> Listener {
     let mut req = http()
         .get(format!("{}/observe/events?token={}", d.url, d.token))
         .timeout(Duration::from_secs(600));
@@ -164,10 +183,10 @@ fn listen(d: &Daemon, last_event_id: Option<u64>, stop_after: Option<usize>) -> 
 }
 
 impl Listener {
-    fn events(&self) -> Vec<(u64, String, Value)> {
+    pub(crate) fn events(&self) -> Vec<(u64, String, Value)> {
         self.got.lock().unwrap().clone()
     }
-    fn wait(&self, within: Duration, f: impl Fn(&(u64, String, Value)) -> bool) -> bool {
+    pub(crate) fn wait(&self, within: Duration, f: impl Fn(&(u64, String, Value)) -> bool) -> bool {
         wait_for(within, || self.events().iter().any(&f))
     }
 }
@@ -600,4 +619,123 @@ fn the_panel_works_in_headless_chromium() {
     for f in ["phone.png", "desktop.png", "phone-confirm.png"] {
         assert!(shots.join(f).exists(), "{f}");
     }
+}
+
+/// The panel and every answer are framed by no one and run no script but the panel's own; a
+/// session's record cannot make the daemon serve or embed a file outside the session (`steps/1.png`
+/// served `/etc/passwd` once a `session.json` named it); the token is in no log line at TRACE.
+#[test]
+fn the_panel_is_framed_by_no_one_and_a_record_cannot_name_a_file_outside_its_session() {
+    let Some(rig) = rig() else { return };
+    let d = dirs();
+    let log = d.config.path().join("daemon.log");
+    let dm = daemon_with(
+        &rig,
+        &d,
+        &[],
+        &[("VOXDESK_LOG", "trace,hyper=trace,axum=trace")],
+        Some(&log),
+    );
+    let c = http();
+    let csp = |r: &reqwest::blocking::Response| {
+        r.headers()
+            .get("content-security-policy")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default()
+    };
+    let r = c.get(format!("{}/", dm.url)).send().unwrap();
+    let panel = csp(&r);
+    assert!(panel.contains("frame-ancestors 'none'"), "{panel:?}");
+    let script = panel
+        .split(';')
+        .find(|d| d.trim().starts_with("script-src"))
+        .unwrap_or_default();
+    assert_eq!(script.trim(), "script-src 'self'", "{panel}");
+    assert_eq!(r.headers()["x-frame-options"], "DENY");
+    assert!(!r.text().unwrap().contains("<script>"), "an inline script");
+    let js = c.get(format!("{}/panel.js", dm.url)).send().unwrap();
+    assert_eq!(js.status().as_u16(), 200);
+    assert!(js.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/javascript"));
+    // An API answer, even a refusal, is no page to frame.
+    let r = c.get(format!("{}/observe/health", dm.url)).send().unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    assert!(csp(&r).contains("frame-ancestors 'none'"), "{:?}", csp(&r));
+
+    // A record planted among the daemon's sessions, naming files outside it.
+    let outside = d.data.path().join("outside.txt");
+    std::fs::write(&outside, "OUTSIDE-SECRET-BYTES").unwrap();
+    let dir = d.data.path().join("voxdesk/sessions/1-planted");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("link.png")).unwrap();
+    std::fs::write(dir.join("step-004.png"), "INSIDE").unwrap();
+    let names = [
+        outside.display().to_string(),
+        "../../../outside.txt".into(),
+        "link.png".into(),
+        "step-004.png".into(),
+    ];
+    let steps: Vec<Value> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            json!({"index": i + 1, "observation_id": "o", "actions": [], "rails": "approved",
+               "verification": "verified", "detail": "",
+               "timings_ms": {"capture": 0.0, "ocr": 0.0, "plan": 0.0, "act": 0.0, "settle": 0.0, "verify": 0.0},
+               "screenshot": n, "verify_screenshot": n})
+        })
+        .collect();
+    std::fs::write(
+        dir.join("session.json"),
+        json!({"id": "1-planted", "status": "done", "task": "t", "provider": "local",
+            "model": "m", "prompt_version": "v", "mode": "auto", "pid": 1, "pid_start": 0,
+            "started_ms": 1, "ended_ms": 2, "summary": "", "steps": steps})
+        .to_string(),
+    )
+    .unwrap();
+    let get = |path: &str| {
+        c.get(format!("{}{path}", dm.url))
+            .bearer_auth(&dm.token)
+            .send()
+            .unwrap()
+    };
+    for n in 1..=3 {
+        let r = get(&format!("/observe/sessions/1-planted/steps/{n}.png"));
+        let code = r.status().as_u16();
+        let body = r.text().unwrap();
+        assert_eq!(code, 404, "step {n} ({}) was served: {body}", names[n - 1]);
+        assert!(!body.contains("OUTSIDE-SECRET"), "{body}");
+    }
+    let r = get("/observe/sessions/1-planted/steps/4.png");
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.text().unwrap(), "INSIDE");
+    let r = get("/observe/sessions/1-planted/report");
+    let policy = csp(&r);
+    assert!(
+        policy.contains("sandbox") && policy.contains("frame-ancestors 'none'"),
+        "{policy:?}"
+    );
+    let html = r.text().unwrap();
+    use base64::Engine as _;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    assert!(
+        !html.contains(&b64("OUTSIDE-SECRET-BYTES")),
+        "the report embeds a file outside"
+    );
+    assert!(
+        html.contains(&b64("INSIDE")),
+        "the report lost its own picture"
+    );
+    // The token, by header and in the event stream's query, logged nowhere.
+    let _ = c
+        .get(format!("{}/observe/events?token={}", dm.url, dm.token))
+        .timeout(Duration::from_millis(500))
+        .send()
+        .map(|mut r| std::io::copy(&mut r, &mut std::io::sink()));
+    let token = dm.token.clone();
+    drop(dm);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(!logged.contains(&token), "the token was logged");
 }

@@ -48,9 +48,47 @@ pub fn router(app: Shared) -> Router {
         .route_layer(middleware::from_fn_with_state(app.clone(), authorize));
     Router::new()
         .route("/", get(panel))
+        .route("/panel.js", get(panel_js))
         .merge(api)
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn(guard))
         .with_state(app)
+}
+
+/// The panel's page: its own script and styles, pictures it draws from its own API (blobs),
+/// connections to itself only; and no page may frame it (another local page framed it, logged
+/// in, with its Yes button showing).
+pub const PANEL_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' blob: data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/// Everything else the daemon answers (JSON, pictures) is no page at all.
+const DATA_CSP: &str = "default-src 'none'; frame-ancestors 'none'; sandbox";
+
+/// Every answer: framed by no one (`frame-ancestors 'none'`, and `X-Frame-Options` for older
+/// browsers), its type never sniffed, no referrer sent on; a policy of its own or
+/// [`DATA_CSP`]; answers of the API never cached.
+async fn guard(req: Request, next: Next) -> Response {
+    let api = req.uri().path().starts_with("/observe");
+    let mut r = next.run(req).await;
+    let h = r.headers_mut();
+    if !h.contains_key(header::CONTENT_SECURITY_POLICY) {
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            header::HeaderValue::from_static(DATA_CSP),
+        );
+    }
+    for (k, v) in [
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+    ] {
+        h.insert(k, header::HeaderValue::from_static(v));
+    }
+    if api {
+        h.insert(
+            header::CACHE_CONTROL,
+            header::HeaderValue::from_static("no-store"),
+        );
+    }
+    r
 }
 
 fn error(code: StatusCode, why: impl Into<String>) -> Response {
@@ -80,8 +118,23 @@ async fn authorize(State(app): State<Shared>, req: Request, next: Next) -> Respo
     }
 }
 
-async fn panel() -> Html<&'static str> {
-    Html(include_str!("panel.html"))
+async fn panel() -> Response {
+    (
+        [(header::CONTENT_SECURITY_POLICY, PANEL_CSP)],
+        Html(include_str!("panel.html")),
+    )
+        .into_response()
+}
+
+async fn panel_js() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CONTENT_SECURITY_POLICY, PANEL_CSP),
+        ],
+        include_str!("panel.js"),
+    )
+        .into_response()
 }
 
 async fn start(State(app): State<Shared>, body: Bytes) -> Response {
@@ -188,10 +241,21 @@ async fn step_png(State(app): State<Shared>, Path((id, file)): Path<(String, Str
             format!("session {id} has no picture of step {n}"),
         );
     };
-    match tokio::fs::read(d.join(name)).await {
-        Ok(bytes) => ([(header::CONTENT_TYPE, "image/png")], bytes).into_response(),
-        Err(e) => error(StatusCode::NOT_FOUND, e.to_string()),
+    // Only a file inside the session's directory, whatever its record names.
+    match tokio::task::spawn_blocking(move || session::picture(&d, &name)).await {
+        Ok(Ok(bytes)) => ([(header::CONTENT_TYPE, "image/png")], bytes).into_response(),
+        Ok(Err(e)) => error(StatusCode::NOT_FOUND, e.to_string()),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     }
+}
+
+/// A report as a document: the report's own policy, framed by no one, and sandboxed (an opaque
+/// origin: nothing of the panel's is reachable from it).
+fn report_csp() -> String {
+    format!(
+        "{}; frame-ancestors 'none'; sandbox",
+        voxdesk::record::report::CSP
+    )
 }
 
 async fn report(State(app): State<Shared>, Path(id): Path<String>) -> Response {
@@ -201,7 +265,12 @@ async fn report(State(app): State<Shared>, Path(id): Path<String>) -> Response {
     let html = tokio::task::spawn_blocking(move || voxdesk::record::report::render(&d, &r))
         .await
         .unwrap_or_default();
-    Html(html).into_response()
+    let mut resp = Html(html).into_response();
+    if let Ok(v) = header::HeaderValue::from_str(&report_csp()) {
+        resp.headers_mut()
+            .insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    resp
 }
 
 async fn stop(State(app): State<Shared>, Path(id): Path<String>) -> Response {

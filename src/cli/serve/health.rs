@@ -53,7 +53,8 @@ impl Health {
         let ok = |name: &str| find(name).is_some_and(|c| c.status == Status::Ok);
         let key = |var: &str| std::env::var(var).is_ok_and(|v| !v.trim().is_empty());
         let display = std::env::var("DISPLAY").unwrap_or_default();
-        let owner = std::fs::read_to_string(lock::lock_path(&display))
+        let owner = lock::lock_path(&display)
+            .and_then(std::fs::read_to_string)
             .ok()
             .and_then(|t| serde_json::from_str::<lock::Owner>(&t).ok())
             .map(|o| {

@@ -24,26 +24,86 @@ pub struct ServeArgs {
     pub step_cap: usize,
 }
 
-/// Where a running daemon says where it listens (`$XDG_RUNTIME_DIR/voxdesk/serve.json`).
-pub fn discovery_path() -> PathBuf {
-    std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir)
-        .join("voxdesk")
-        .join("serve.json")
+/// Where a running daemon says where it listens: `serve.json` in the private runtime dir
+/// (`$XDG_RUNTIME_DIR/voxdesk/`, never the shared temp dir, where anyone could plant one).
+pub fn discovery_path() -> std::io::Result<PathBuf> {
+    Ok(voxdesk::private::runtime_dir()?.join("serve.json"))
 }
 
-/// A daemon that runs now: its base URL and token (`None`: none runs, or it is not ours).
-pub fn running_daemon() -> Option<(String, String)> {
-    let text = std::fs::read_to_string(discovery_path()).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let pid = v["pid"].as_u64()? as u32;
-    let start = v["pid_start"].as_u64()?;
-    if voxdesk::input::lock::process_start(pid) != Some(start) {
-        return None;
+/// A daemon that runs now: its base URL and token. `Ok(None)`: none runs. An error: a
+/// `serve.json` that is not to be believed (not this user's, not 0600, not a loopback URL),
+/// or a runtime dir that is not private: the token is never sent where such a file points.
+pub fn running_daemon() -> Result<Option<(String, String)>> {
+    let path = discovery_path()?;
+    let Some(url) = trusted_url(&path)? else {
+        return Ok(None);
+    };
+    let token_path = auth::token_path().context("no config directory for the token")?;
+    let token = auth::load_or_create(&token_path)
+        .with_context(|| format!("the token at {}", token_path.display()))?;
+    Ok(Some((url, token)))
+}
+
+/// The URL in the `serve.json` at `path` when a daemon that runs now wrote it and it is to be
+/// believed; `None` when there is none or its daemon is gone.
+fn trusted_url(path: &std::path::Path) -> Result<Option<String>> {
+    let bytes = match voxdesk::private::read_own(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => anyhow::bail!("{e}; remove it (a running `voxdesk serve` writes its own)"),
+    };
+    let v: serde_json::Value = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{} is not a daemon's serve.json", path.display()))?;
+    let (Some(pid), Some(start)) = (v["pid"].as_u64(), v["pid_start"].as_u64()) else {
+        anyhow::bail!("{} names no daemon (pid, pid_start)", path.display());
+    };
+    if u32::try_from(pid)
+        .ok()
+        .and_then(voxdesk::input::lock::process_start)
+        != Some(start)
+    {
+        return Ok(None);
     }
-    let token = auth::load_or_create(&auth::token_path()?).ok()?;
-    Some((v["url"].as_str()?.to_string(), token))
+    let url = v["url"].as_str().unwrap_or_default();
+    loopback_base(url).map(Some).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{} names {url:?}, not http:// on a loopback address: the token is sent nowhere else",
+            path.display()
+        )
+    })
+}
+
+/// `http://<loopback ip>:<port>`, nothing more, as a base URL; `None` for anything else.
+fn loopback_base(url: &str) -> Option<String> {
+    let u = url::Url::parse(url).ok()?;
+    let plain = u.scheme() == "http"
+        && u.username().is_empty()
+        && u.password().is_none()
+        && u.query().is_none()
+        && u.fragment().is_none()
+        && matches!(u.path(), "" | "/");
+    let ip = match u.host()? {
+        url::Host::Ipv4(ip) => std::net::IpAddr::V4(ip),
+        url::Host::Ipv6(ip) => std::net::IpAddr::V6(ip),
+        url::Host::Domain(_) => return None,
+    };
+    let port = u.port_or_known_default()?;
+    (plain && ip.is_loopback())
+        .then(|| format!("http://{}:{port}", u.host_str().unwrap_or_default()))
+}
+
+/// The address a client on this machine reaches a daemon bound to `local` at: a wildcard
+/// bind is reached on loopback.
+fn reach(local: SocketAddr) -> SocketAddr {
+    match local.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
+            SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, local.port()))
+        }
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => {
+            SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, local.port()))
+        }
+        _ => local,
+    }
 }
 
 pub fn serve(a: ServeArgs, config: Option<&std::path::Path>) -> Result<Exit> {
@@ -93,14 +153,11 @@ pub fn serve(a: ServeArgs, config: Option<&std::path::Path>) -> Result<Exit> {
             .with_context(|| format!("binding {addr}"))?;
         let local = listener.local_addr()?;
         let url = format!("http://{local}");
-        let disc = discovery_path();
-        if let Some(d) = disc.parent() {
-            voxdesk::private::dir(d)?;
-        }
+        let disc = discovery_path().context("the private runtime dir for serve.json")?;
         let me = std::process::id();
         voxdesk::private::write(
             &disc,
-            serde_json::json!({"url": url, "pid": me,
+            serde_json::json!({"url": format!("http://{}", reach(local)), "pid": me,
                 "pid_start": voxdesk::input::lock::process_start(me)})
             .to_string()
             .as_bytes(),
@@ -128,7 +185,7 @@ pub fn serve(a: ServeArgs, config: Option<&std::path::Path>) -> Result<Exit> {
                 }
             }
             // Event streams never end by themselves: give requests a moment, then go.
-            let disc = discovery_path();
+            let disc = discovery_path().unwrap_or_default();
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 let _ = std::fs::remove_file(disc);
@@ -142,4 +199,98 @@ pub fn serve(a: ServeArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         served.context("serving")
     })?;
     Ok(Exit::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn only_a_loopback_http_base_is_a_daemon_url() {
+        let ok = [
+            ("http://127.0.0.1:7878", "http://127.0.0.1:7878"),
+            ("http://127.0.0.1:7878/", "http://127.0.0.1:7878"),
+            ("http://127.9.0.1:80", "http://127.9.0.1:80"),
+            ("http://[::1]:7878", "http://[::1]:7878"),
+        ];
+        for (url, want) in ok {
+            assert_eq!(loopback_base(url).as_deref(), Some(want), "{url}");
+        }
+        for url in [
+            "http://10.0.0.5:7878",
+            "http://0.0.0.0:7878",
+            "http://localhost.evil.example:7878",
+            "http://example.com:7878",
+            "https://127.0.0.1:7878",
+            "http://user:pw@127.0.0.1:7878",
+            "http://127.0.0.1:7878/steal",
+            "http://127.0.0.1:7878/?x=1",
+            "file:///etc/passwd",
+            "",
+            "not a url",
+        ] {
+            assert_eq!(loopback_base(url), None, "{url}");
+        }
+        assert_eq!(
+            reach("0.0.0.0:7878".parse().unwrap()),
+            "127.0.0.1:7878".parse().unwrap()
+        );
+        assert_eq!(
+            reach("[::]:7878".parse().unwrap()),
+            "[::1]:7878".parse().unwrap()
+        );
+    }
+
+    #[test]
+    fn a_serve_json_is_believed_only_when_ours_private_and_loopback() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("serve.json");
+        let me = std::process::id();
+        let start = voxdesk::input::lock::process_start(me).unwrap();
+        let file = |url: &str, pid: u32, mode: u32| {
+            let _ = std::fs::remove_file(&p);
+            voxdesk::private::write(
+                &p,
+                serde_json::json!({"url": url, "pid": pid, "pid_start": start})
+                    .to_string()
+                    .as_bytes(),
+            )
+            .unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        assert_eq!(trusted_url(&p).unwrap(), None, "no file: no daemon");
+        file("http://127.0.0.1:7878", me, 0o600);
+        assert_eq!(
+            trusted_url(&p).unwrap().as_deref(),
+            Some("http://127.0.0.1:7878")
+        );
+        // Its daemon is gone: no daemon, not an error.
+        file("http://127.0.0.1:7878", u32::MAX, 0o600);
+        assert_eq!(trusted_url(&p).unwrap(), None);
+        let refused = |why: &str| {
+            let e = format!("{:#}", trusted_url(&p).unwrap_err());
+            assert!(e.contains(why), "{e}");
+        };
+        file("http://127.0.0.1:7878", me, 0o644);
+        refused("not 600");
+        file("http://evil.example:80", me, 0o600);
+        refused("not http:// on a loopback address");
+        file("http://127.0.0.1:7878", me, 0o600);
+        let link = d.path().join("link.json");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        let e = format!("{:#}", trusted_url(&link).unwrap_err());
+        assert!(e.contains("symlink"), "{e}");
+        // Another user's (only root can make one).
+        if voxdesk::private::uid() == 0 {
+            std::os::unix::fs::chown(&p, Some(65534), None).unwrap();
+            refused("belongs to uid 65534");
+        }
+        std::fs::write(&p, "{").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        if voxdesk::private::uid() == 0 {
+            std::os::unix::fs::chown(&p, Some(0), None).unwrap();
+        }
+        refused("is not a daemon's serve.json");
+    }
 }
