@@ -656,7 +656,11 @@ impl<'a> Ctx<'a> {
                 return Err(refuse(
                     "forbidden-combo",
                     Some(n),
-                    format!("{p} is {f}, which is forbidden"),
+                    if p.to_string() == f.to_string() {
+                        format!("{f} is forbidden")
+                    } else {
+                        format!("{p} is {f}, which is forbidden")
+                    },
                 ));
             }
             if let Effect::Char(_) = e {
