@@ -1481,8 +1481,8 @@ mod tests {
                     self.buf.insert(self.cur, ch);
                     self.cur += 1;
                 }
-                Effect::Key(RETURN) | Effect::Key(KP_ENTER) => return Some(self.run()),
-                x if x == c('j') || x == c('m') => return Some(self.run()),
+                Effect::Key(RETURN) | Effect::Key(KP_ENTER) => return self.run(),
+                x if x == c('j') || x == c('m') => return self.run(),
                 Effect::Key(crate::keys::BACKSPACE) if self.cur > 0 => {
                     self.cur -= 1;
                     self.buf.remove(self.cur);
@@ -1518,17 +1518,41 @@ mod tests {
             }
             None
         }
-        fn run(&mut self) -> (String, bool) {
-            let r = (self.buf.iter().collect(), self.unknowable);
+        fn run(&mut self) -> Option<(String, bool)> {
+            // bash reads on after a trailing backslash or an open quote.
+            let text: String = self.buf.iter().collect();
+            let escapes = text.chars().rev().take_while(|c| *c == '\\').count();
+            let mut quote = None;
+            let mut escaped = false;
+            for c in text.chars() {
+                match (quote, c) {
+                    (_, _) if escaped => escaped = false,
+                    (None | Some('"'), '\\') => escaped = true,
+                    (None, '\'' | '"') => quote = Some(c),
+                    (Some(q), c) if c == q => quote = None,
+                    _ => {}
+                }
+            }
+            if escapes % 2 == 1 {
+                self.buf.pop();
+                self.cur = self.buf.len();
+                return None;
+            }
+            if quote.is_some() {
+                self.buf.push('\n');
+                self.cur = self.buf.len();
+                return None;
+            }
+            let r = (text, self.unknowable);
             *self = Readline::default();
-            r
+            Some(r)
         }
     }
 
     use proptest::prelude::{prop_assert, Strategy};
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
         /// Random `type`/`key` sequences in random batches into a terminal: whatever runs
         /// without a yes has no metacharacter and no `rm` on its line, and was a line that can
         /// be known.
@@ -1538,6 +1562,10 @@ mod tests {
                 proptest::collection::vec(
                     proptest::prop_oneof![
                         "[rmlsx \\-\"'\\\\;|$>&\n]{1,6}".prop_map(|t| ty(&t)),
+                        // Fragments that make a command across Returns and quotes.
+                        proptest::sample::select(vec![
+                            "r\\", "r\\\n", "m x\n", "'r", "m'", "\"r\n", "m -rf x\n", "rm", " x",
+                        ]).prop_map(|t: &str| ty(t)),
                         proptest::sample::select(vec![
                             "backspace", "delete", "left", "right", "home", "end", "ctrl+a",
                             "ctrl+e", "ctrl+u", "ctrl+k", "ctrl+w", "ctrl+c", "enter", "ctrl+j",

@@ -149,11 +149,40 @@ impl Line {
     }
 
     fn run(&mut self) -> Fed {
+        // A line ending in a backslash, or with a quote still open, is not run: the shell asks
+        // for the rest (`r\` Return `m -rf x` is one command, `rm -rf x`).
+        if self.known {
+            let escapes = self.text.chars().rev().take_while(|c| *c == '\\').count();
+            if escapes % 2 == 1 {
+                self.text.pop();
+                return Fed::Edit;
+            }
+            if open_quote(&self.text) {
+                self.text.push('\n');
+                return Fed::Edit;
+            }
+        }
         let line = self.known.then(|| self.text.clone());
         let approved = line.is_some() && self.approved == line;
         self.clear();
         Fed::Runs { line, approved }
     }
+}
+
+/// Does `text` leave a quote open (the shell reads on past Return)?
+fn open_quote(text: &str) -> bool {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in text.chars() {
+        match (quote, c) {
+            (_, _) if escaped => escaped = false,
+            (None | Some('"'), '\\') => escaped = true,
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            _ => {}
+        }
+    }
+    quote.is_some()
 }
 
 fn paste() -> Refused {
@@ -416,6 +445,30 @@ mod tests {
                 .rule,
             "terminal-paste"
         );
+        // A backslash or an open quote before Return: the shell reads on, one command.
+        for c in "r\\".chars() {
+            l.feed(Effect::Char(c)).unwrap();
+        }
+        assert_eq!(l.feed(Effect::Key(RETURN)).unwrap(), Fed::Edit);
+        for c in "m x".chars() {
+            l.feed(Effect::Char(c)).unwrap();
+        }
+        assert_eq!(
+            l.feed(Effect::Key(RETURN)).unwrap(),
+            Fed::Runs {
+                line: Some("rm x".into()),
+                approved: false
+            }
+        );
+        for c in "echo 'a".chars() {
+            l.feed(Effect::Char(c)).unwrap();
+        }
+        assert_eq!(l.feed(Effect::Key(RETURN)).unwrap(), Fed::Edit);
+        assert_eq!(l.text(), Some("echo 'a\n"));
+        l.feed(Effect::Shortcut(Mods::CTRL, 'c' as u32)).unwrap();
+        assert!(!open_quote("echo \"it's\""));
+        assert!(open_quote("echo \"a"));
+        assert!(!open_quote("echo a\\'"));
         l.feed(Effect::Key(0xff09)).unwrap(); // Tab completes: unknown
         l.feed(Effect::Shortcut(Mods::CTRL, 'c' as u32)).unwrap();
         assert_eq!(l.text(), Some(""));
