@@ -129,6 +129,8 @@ struct Observation {
     title: Option<String>,
     /// The focused window, as a key for what the rails follow per window (a terminal's line).
     window: Option<String>,
+    /// The focused window's client area (root = logical pixels), when known.
+    window_rect: Option<Rect>,
     /// Model picture ↔ capture ↔ logical for this frame.
     mapping: Mapping,
     /// Capture and perception time, for an observation made by `observe` (not by settling).
@@ -432,6 +434,8 @@ impl Desk {
                 .filter(|f| f.carried(&obs.perception.targets)),
             keymap: &self.keymap,
             line: obs.window.as_ref().map(|w| self.lines.get(w)),
+            window: obs.window_rect,
+            popups: &popups_of(obs),
         };
         let refused = rails::check(
             batch,
@@ -483,14 +487,16 @@ impl Desk {
             .perceive(frame.image.as_raw(), w, h, full)
             .map_err(|e| e.to_string())?;
         self.seq += 1;
-        let (app, title, window) = match capture::focused_window().ok().flatten() {
+        let (app, title, window, window_rect) = match capture::focused_window().ok().flatten() {
             Some(w) => (
                 Some(w.app.clone()),
                 Some(w.title).filter(|t| !t.is_empty()),
                 // X reuses window ids once a client has gone: the process tells two apart.
                 w.id.map(|id| format!("{}#{id:x}#{}", w.app, w.pid.unwrap_or(0))),
+                w.rect
+                    .map(|(x, y, ww, hh)| Rect::new(x, y, ww as i32, hh as i32)),
             ),
-            None => (None, None, None),
+            None => (None, None, None, None),
         };
         let mapping = picture::picture_mapping(&frame, PictureConfig::default())
             .map_err(|e| e.to_string())?;
@@ -502,6 +508,7 @@ impl Desk {
             app,
             title,
             window,
+            window_rect,
             mapping,
             // Listed only for a screen someone plans or judges on (see `shown`), not for
             // every frame of settling.
@@ -684,6 +691,7 @@ impl Desk {
             p.result.refusal = Some(stopped_refusal(cause));
             return None;
         }
+        let popups = popups_of(&p.obs);
         let screen = Screen {
             observation_id: &p.result.observation_id,
             latest_id: &p.obs.id,
@@ -696,6 +704,8 @@ impl Desk {
                 .filter(|f| f.carried(&p.obs.perception.targets)),
             keymap: &self.keymap,
             line: p.obs.window.as_ref().map(|w| self.lines.get(w)),
+            window: p.obs.window_rect,
+            popups: &popups,
         };
         let rails = &self.settings.rails;
         // The same batch again, right after it ran and could not be confirmed, with no look in
@@ -1173,6 +1183,8 @@ impl Host for Desk {
             focus: None,
             keymap: &self.keymap,
             line: None,
+            window: None,
+            popups: &[],
         };
         self.focus = None;
         let rails = &self.settings.rails;
@@ -1439,6 +1451,16 @@ impl Lines {
             tracing::warn!("{}: {e}", self.path.display());
         }
     }
+}
+
+/// The menus and popups `obs` shows, in root (logical) pixels.
+fn popups_of(obs: &Observation) -> Vec<Rect> {
+    obs.windows
+        .iter()
+        .flatten()
+        .filter(|w| w.popup)
+        .map(|w| Rect::new(w.x, w.y, w.w as i32, w.h as i32))
+        .collect()
 }
 
 fn plan_or(plan: &str, batch: &Batch) -> String {

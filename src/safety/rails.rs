@@ -43,6 +43,11 @@ pub struct Screen<'a> {
     pub keymap: &'a Keymap,
     /// The focused terminal's command line as earlier batches left it (`None`: a new one).
     pub line: Option<&'a Line>,
+    /// The focused window's client area in logical pixels, when known: keys after a click
+    /// outside it (and outside any menu or popup) may reach another application.
+    pub window: Option<Rect>,
+    /// Menus and popups shown (logical pixels): clicking one leaves the keyboard where it was.
+    pub popups: &'a [Rect],
 }
 
 /// Where the keyboard went: the target last clicked (or a point, as an empty target there),
@@ -374,6 +379,7 @@ pub fn check(
         dialog: std::cell::OnceCell::new(),
         focus: screen.focus.cloned(),
         line: is_terminal.then(|| screen.line.cloned().unwrap_or_default()),
+        elsewhere: None,
         destructive: Vec::new(),
     };
     let steps = batch
@@ -407,6 +413,8 @@ struct Ctx<'a> {
     focus: Option<Focus>,
     /// The terminal's command line as the presses so far leave it (a terminal only).
     line: Option<Line>,
+    /// The action that clicked outside the focused window, when one did.
+    elsewhere: Option<usize>,
     destructive: Vec<(usize, String)>,
 }
 
@@ -573,6 +581,13 @@ impl<'a> Ctx<'a> {
             new: false,
         });
         self.focus = Some(Focus::at(field, self.screen.targets));
+        // Its title bar and frame are the window's too.
+        let frame = |w: &Rect| Rect::new(w.x - 8, w.y - 40, w.w + 16, w.h + 48);
+        if self.screen.window.is_some_and(|w| {
+            !contains(&frame(&w), lp) && !self.screen.popups.iter().any(|p| contains(p, lp))
+        }) {
+            self.elsewhere.get_or_insert(n);
+        }
         Ok(Step::Click {
             at: lp,
             button,
@@ -636,6 +651,13 @@ impl<'a> Ctx<'a> {
     /// forbidden combinations, a destructive confirmation accepted from the keyboard, the
     /// terminal's command line, a password field, where the keyboard goes.
     fn presses(&mut self, n: usize, presses: &[Press], typed: bool) -> Result<(), Refusal> {
+        if let Some(c) = self.elsewhere {
+            return Err(refuse(
+                "focus-elsewhere",
+                Some(n),
+                format!("action {c} clicked outside the focused window ({}): these keys could reach another application; observe, then act there in a batch of its own", self.screen.app.unwrap_or("unknown")),
+            ));
+        }
         let mut check_password = typed;
         for &p in presses {
             let e = self.screen.keymap.effect(p);
@@ -867,6 +889,8 @@ mod tests {
             focus: None,
             keymap: us(),
             line: None,
+            window: None,
+            popups: &[],
         };
         check(
             &parse_batch(json).unwrap(),
@@ -931,6 +955,8 @@ mod tests {
                 focus,
                 keymap: us(),
                 line: None,
+                window: None,
+                popups: &[],
             };
             check(&parse_batch(json).unwrap(), &screen, &rails(), &stop)
         };
@@ -998,6 +1024,8 @@ mod tests {
             focus: None,
             keymap: us(),
             line: None,
+            window: None,
+            popups: &[],
         };
         let stop = crate::action::parse_combo("ctrl+alt+escape").unwrap();
         for text in ["ls | wc", "echo $HOME", "a && b", "cat > f", "x`y`"] {
@@ -1064,6 +1092,8 @@ mod tests {
             focus: None,
             keymap: us(),
             line: None,
+            window: None,
+            popups: &[],
         };
         assert_eq!(
             check(&b, &stale, &rails(), &stop).unwrap_err().rule,
@@ -1078,6 +1108,8 @@ mod tests {
             focus: None,
             keymap: us(),
             line: None,
+            window: None,
+            popups: &[],
         };
         let mut none = rails();
         none.allow_apps.clear();
@@ -1128,6 +1160,8 @@ mod tests {
             focus: None,
             keymap: us(),
             line: None,
+            window: None,
+            popups: &[],
         };
         let stop = crate::action::parse_combo("ctrl+alt+escape").unwrap();
         let r = check(
@@ -1147,6 +1181,8 @@ mod tests {
             focus: None,
             keymap: us(),
             line: None,
+            window: None,
+            popups: &[],
         };
         assert_eq!(
             check(
@@ -1223,6 +1259,8 @@ mod tests {
                 focus: focus.as_ref(),
                 keymap: us(),
                 line: line.as_ref(),
+                window: None,
+                popups: &[],
             };
             let batch = parse_batch(b).unwrap_or_else(|e| panic!("{b}: {e}"));
             let c = match check(&batch, &screen, &rails(), &stop) {
@@ -1436,6 +1474,48 @@ mod tests {
         assert_eq!(one(&trash, &ty("\r")).unwrap_err(), "destructive-dialog");
     }
 
+    /// Keys reach the window that has the keyboard: after a click on another window, they may
+    /// reach another application than the one judged (a terminal the rails did not look at).
+    #[test]
+    fn keys_after_a_click_on_another_window_are_refused() {
+        let ts = vec![t(1, "Untitled", 10, 10)];
+        let mapping = Mapping::new((1920, 1080), (1920, 1080), (0, 0), (1920, 1080)).unwrap();
+        let stop = crate::action::parse_combo("ctrl+alt+escape").unwrap();
+        let menu = [Rect::new(900, 100, 200, 300)];
+        let rule = |json: &str| {
+            let screen = Screen {
+                observation_id: "o",
+                latest_id: "o",
+                targets: &ts,
+                mapping,
+                app: Some("gedit"),
+                focus: None,
+                keymap: us(),
+                line: None,
+                window: Some(Rect::new(100, 100, 700, 500)),
+                popups: &menu,
+            };
+            check(&parse_batch(json).unwrap(), &screen, &rails(), &stop)
+                .err()
+                .map(|r| r.rule)
+        };
+        let click_then = |x: i32, y: i32, then: &str| {
+            rule(&format!(
+                r#"{{"actions":[{{"action":"click","x":{x},"y":{y}}},{then}]}}"#
+            ))
+        };
+        let typing = r#"{"action":"type","text":"echo a; touch x\n"}"#;
+        assert_eq!(click_then(1500, 700, typing), Some("focus-elsewhere"));
+        assert_eq!(
+            click_then(1500, 700, &key("enter")),
+            Some("focus-elsewhere")
+        );
+        assert_eq!(click_then(400, 300, typing), None, "inside the window");
+        assert_eq!(click_then(400, 75, typing), None, "its title bar");
+        assert_eq!(click_then(1000, 200, typing), None, "a menu it opened");
+        assert_eq!(click_then(1500, 700, r#"{"action":"wait","ms":5}"#), None);
+    }
+
     #[test]
     fn newlines_are_typed_as_return_not_dropped() {
         let gedit = vec![t(1, "Untitled", 10, 10)];
@@ -1449,6 +1529,8 @@ mod tests {
             focus: None,
             keymap: us(),
             line: None,
+            window: None,
+            popups: &[],
         };
         let stop = crate::action::parse_combo("ctrl+alt+escape").unwrap();
         let b = parse_batch(r#"{"actions":[{"action":"type","text":"milk\neggs\n"}]}"#).unwrap();
@@ -1595,6 +1677,8 @@ mod tests {
                     focus: None,
                     keymap: us(),
                     line: line.as_ref(),
+                    window: None,
+                    popups: &[],
                 };
                 let Ok(c) = check(&batch, &screen, &rails(), &stop) else { continue };
                 let Decision::Run(a) = approve(c, Mode::Auto, &rails(), None) else { continue };

@@ -286,6 +286,8 @@ pub struct FocusedWindow {
     pub pid: Option<u32>,
     /// The X window id.
     pub id: Option<u32>,
+    /// Its client area in root pixels (x, y, width, height).
+    pub rect: Option<(i32, i32, u32, u32)>,
 }
 
 /// The focused window, `Ok(None)` when none has focus. Fails without a window manager
@@ -300,6 +302,10 @@ pub fn focused_window() -> Result<Option<FocusedWindow>, CaptureError> {
                 title: w.title().unwrap_or_default(),
                 pid: w.pid().ok(),
                 id: w.id().ok(),
+                rect: match (w.x(), w.y(), w.width(), w.height()) {
+                    (Ok(x), Ok(y), Ok(ww), Ok(hh)) => Some((x, y, ww, hh)),
+                    _ => None,
+                },
             }));
         }
     }

@@ -352,6 +352,49 @@ fn a_real_delete_question_is_never_answered_yes() {
     assert_eq!(status.unwrap().code(), Some(1), "zenity was answered no");
 }
 
+/// Keys are judged for the application they reach: xcalc has the keyboard, a click lands on
+/// an xterm beside it (which would take the keyboard), and the command typed after it is
+/// refused, so bash never runs it.
+#[test]
+fn keys_after_a_click_on_another_window_never_reach_it() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let work = tempfile::tempdir().unwrap();
+    let made = work.path().join("made");
+    let _term = app(
+        d,
+        &[
+            "xterm",
+            "-geometry",
+            "60x10+100+600",
+            "-e",
+            "env",
+            "PS1=$ ",
+            "bash",
+            "--norc",
+            "-i",
+        ],
+        "XTerm",
+    );
+    let _calc = app(d, &["xcalc", "-geometry", "300x400+900+200"], "XCalc");
+    let env = [("VOXDESK_ALLOW_APPS", "XCalc")];
+    // The xterm's middle, in model-picture pixels (1920x1080 → 1280x720).
+    let (x, y) = (300.0 * 1280.0 / 1920.0, 680.0 * 720.0 / 1080.0);
+    let batch = serde_json::json!({"actions": [
+        {"action": "click", "x": x, "y": y},
+        {"action": "type", "text": format!("touch {}\n", made.display())},
+    ]})
+    .to_string();
+    let (code, rep, err) = act(d, &env, &[], &batch);
+    assert_eq!(
+        (code, rep["refusal"]["rule"].as_str()),
+        (Some(3), Some("focus-elsewhere")),
+        "{rep} {err}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!made.exists(), "bash ran what was typed");
+}
+
 #[test]
 fn a_second_session_is_refused_until_the_first_dies() {
     let Some(rig) = rig() else { return };
