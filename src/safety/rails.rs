@@ -611,7 +611,7 @@ impl<'a> Ctx<'a> {
                 format!("`text` cannot be typed: {e}"),
             )
         })?;
-        self.presses(n, &presses, true)?;
+        self.presses(n, &presses)?;
         if !self.is_terminal {
             if let Some(w) = destructive_text(text) {
                 self.destructive.push((n, w));
@@ -650,7 +650,7 @@ impl<'a> Ctx<'a> {
     /// Judge presses by what they do in the focused application, in order: the stop and
     /// forbidden combinations, a destructive confirmation accepted from the keyboard, the
     /// terminal's command line, a password field, where the keyboard goes.
-    fn presses(&mut self, n: usize, presses: &[Press], typed: bool) -> Result<(), Refusal> {
+    fn presses(&mut self, n: usize, presses: &[Press]) -> Result<(), Refusal> {
         if let Some(c) = self.elsewhere {
             return Err(refuse(
                 "focus-elsewhere",
@@ -658,7 +658,8 @@ impl<'a> Ctx<'a> {
                 format!("action {c} clicked outside the focused window ({}): these keys could reach another application; observe, then act there in a batch of its own", self.screen.app.unwrap_or("unknown")),
             ));
         }
-        let mut check_password = typed;
+        // A character typed by `key` goes into the field as surely as one typed by `type`.
+        let mut check_password = true;
         for &p in presses {
             let e = self.screen.keymap.effect(p);
             if p.keysym == self.stop.keysym && p.mods.covers(self.stop.mods) {
@@ -765,7 +766,7 @@ impl<'a> Ctx<'a> {
                 format!("`combo` {combo} cannot be sent: {e}"),
             )
         })?;
-        self.presses(n, &[press], false)?;
+        self.presses(n, &[press])?;
         if let Some(w) = destructive_combo(combo) {
             self.destructive.push((n, w));
         }
@@ -980,6 +981,12 @@ mod tests {
             assert_eq!(rule(check_on(&form, None, "gedit", &json)), want, "y {y}");
         }
         // Tab moves the keyboard somewhere unknown; with a password field on screen, no typing.
+        // Characters sent as keys are typed as surely.
+        let keyed = r#"{"actions":[{"action":"click","target":2},{"action":"key","combo":"h"},{"action":"key","combo":"shift+2"}]}"#;
+        assert_eq!(
+            rule(check_on(&form, None, "gedit", keyed)),
+            Some("password-field")
+        );
         let tab = r#"{"actions":[{"action":"click","target":1},{"action":"type","text":"ada"},{"action":"key","combo":"tab"},{"action":"type","text":"hunter2"}]}"#;
         let r = check_on(&form, None, "gedit", tab).unwrap_err();
         assert_eq!(r.rule, "password-field");
