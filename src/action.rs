@@ -70,6 +70,18 @@ pub enum Action {
     },
 }
 
+impl Modifier {
+    /// Its name in a combo ("ctrl").
+    pub fn name(self) -> &'static str {
+        match self {
+            Modifier::Ctrl => "ctrl",
+            Modifier::Alt => "alt",
+            Modifier::Shift => "shift",
+            Modifier::Super => "super",
+        }
+    }
+}
+
 impl Action {
     pub fn name(&self) -> &'static str {
         match self {
@@ -603,13 +615,7 @@ pub fn parse_combo(s: &str) -> Result<Combo, String> {
 impl fmt::Display for Combo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for m in &self.modifiers {
-            let n = match m {
-                Modifier::Ctrl => "ctrl",
-                Modifier::Alt => "alt",
-                Modifier::Shift => "shift",
-                Modifier::Super => "super",
-            };
-            write!(f, "{n}+")?;
+            write!(f, "{}+", m.name())?;
         }
         // "+" alone would not parse back ("ctrl++" does, "+" does not): it is named.
         match self.key.as_str() {

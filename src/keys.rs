@@ -61,10 +61,6 @@ impl Mods {
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }
-    /// Every modifier of `o` is held (and maybe more).
-    pub fn covers(self, o: Mods) -> bool {
-        self.has(o)
-    }
     /// The modifiers, in a fixed order, for the actuator to hold.
     pub fn list(self) -> Vec<Modifier> {
         [
@@ -90,13 +86,7 @@ pub struct Press {
 impl fmt::Display for Press {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for m in self.mods.list() {
-            let n = match m {
-                Modifier::Ctrl => "ctrl",
-                Modifier::Alt => "alt",
-                Modifier::Shift => "shift",
-                Modifier::Super => "super",
-            };
-            write!(f, "{n}+")?;
+            write!(f, "{}+", m.name())?;
         }
         write!(f, "{}", keysym_name(self.keysym))
     }
@@ -247,6 +237,12 @@ pub fn lower_text(text: &str) -> Result<Vec<Press>, Unsendable> {
             })
         })
         .collect()
+}
+
+/// Does `p` press Return (with any modifiers: Ctrl+Return and Shift+Return still run a shell's
+/// line in most terminals and accept a dialog's default in most toolkits)?
+pub fn is_return(p: Press) -> bool {
+    matches!(p.keysym, RETURN | KP_ENTER)
 }
 
 /// What a press does in the focused application.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::action::{Combo, Modifier};
+use crate::action::Combo;
 
 /// Poll interval of the stop thread (the issue asks for ≤ 10 ms).
 pub const STOP_POLL: Duration = Duration::from_millis(5);
@@ -53,15 +53,6 @@ fn keysyms(name: &str) -> Vec<u32> {
     }
 }
 
-fn modifier_name(m: Modifier) -> &'static str {
-    match m {
-        Modifier::Ctrl => "ctrl",
-        Modifier::Alt => "alt",
-        Modifier::Shift => "shift",
-        Modifier::Super => "super",
-    }
-}
-
 /// For each key of `combo`, the keycodes that produce it on this keyboard.
 fn keycode_groups(
     conn: &impl x11rb::connection::Connection,
@@ -79,7 +70,7 @@ fn keycode_groups(
     let names: Vec<&str> = combo
         .modifiers
         .iter()
-        .map(|m| modifier_name(*m))
+        .map(|m| m.name())
         .chain(std::iter::once(combo.key.as_str()))
         .collect();
     let groups: Vec<Vec<u8>> = names

@@ -556,7 +556,7 @@ impl<'a> Ctx<'a> {
                 ));
             }
             if let Some((q, _)) = accepts(&t.text).then(|| self.dialog()).flatten() {
-                if accepts(&t.text) && t.id != q.id && near_question(q, t) {
+                if t.id != q.id && near_question(q, t) {
                     return Err(refuse(
                         "destructive-dialog",
                         Some(n),
@@ -662,7 +662,7 @@ impl<'a> Ctx<'a> {
         let mut check_password = true;
         for &p in presses {
             let e = self.screen.keymap.effect(p);
-            if p.keysym == self.stop.keysym && p.mods.covers(self.stop.mods) {
+            if p.keysym == self.stop.keysym && p.mods.has(self.stop.mods) {
                 return Err(refuse(
                     "stop-combo",
                     Some(n),
@@ -674,7 +674,7 @@ impl<'a> Ctx<'a> {
             if let Some((_, f)) = self
                 .forbidden
                 .iter()
-                .find(|(fp, _)| p.keysym == fp.keysym && p.mods.covers(fp.mods))
+                .find(|(fp, _)| p.keysym == fp.keysym && p.mods.has(fp.mods))
             {
                 return Err(refuse(
                     "forbidden-combo",
@@ -692,7 +692,7 @@ impl<'a> Ctx<'a> {
                     check_password = false;
                 }
             }
-            let accepts_default = matches!(e, Effect::Key(RETURN | KP_ENTER));
+            let accepts_default = keys::is_return(p);
             let presses_button = e == Effect::Char(' ') && self.focus.is_none();
             if accepts_default && !self.is_terminal {
                 // Enter accepts whatever dialog is up: refuse it when the screen offers a
@@ -1384,6 +1384,15 @@ mod tests {
             act(&[&key("enter")]),
         ]);
         asked(&[act(&[&key("up"), &key("enter")])]);
+        // Return with modifiers, and Ctrl-J with Shift, run the line all the same.
+        asked(&[
+            act(&[&ty("mr x"), &key("home")]),
+            act(&[&key("ctrl+enter")]),
+        ]);
+        asked(&[
+            act(&[&ty("mr x"), &key("home")]),
+            act(&[&key("ctrl+shift+j")]),
+        ]);
         asked(&[act(&[&ty("sh"), &key("tab"), &key("ctrl+m")])]);
         // A yes given to the line is a yes to its Return in the next batch, and not to another
         // line.
@@ -1431,6 +1440,8 @@ mod tests {
         for a in [
             key("enter"),
             key("kp_enter"),
+            key("ctrl+enter"),
+            key("shift+enter"),
             key("space"),
             ty("\r"),
             ty("\n"),
@@ -1570,8 +1581,18 @@ mod tests {
                     self.buf.insert(self.cur, ch);
                     self.cur += 1;
                 }
-                Effect::Key(RETURN) | Effect::Key(KP_ENTER) => return self.run(),
-                x if x == c('j') || x == c('m') => return self.run(),
+                Effect::Key(RETURN | KP_ENTER) | Effect::Shortcut(_, RETURN | KP_ENTER) => {
+                    return self.run()
+                }
+                Effect::Shortcut(m, k)
+                    if m.has(crate::keys::Mods::CTRL)
+                        && matches!(
+                            char::from_u32(k).map(|c| c.to_ascii_lowercase()),
+                            Some('j' | 'm' | 'o')
+                        ) =>
+                {
+                    return self.run()
+                }
                 Effect::Key(crate::keys::BACKSPACE) if self.cur > 0 => {
                     self.cur -= 1;
                     self.buf.remove(self.cur);
@@ -1611,23 +1632,12 @@ mod tests {
             // bash reads on after a trailing backslash or an open quote.
             let text: String = self.buf.iter().collect();
             let escapes = text.chars().rev().take_while(|c| *c == '\\').count();
-            let mut quote = None;
-            let mut escaped = false;
-            for c in text.chars() {
-                match (quote, c) {
-                    (_, _) if escaped => escaped = false,
-                    (None | Some('"'), '\\') => escaped = true,
-                    (None, '\'' | '"') => quote = Some(c),
-                    (Some(q), c) if c == q => quote = None,
-                    _ => {}
-                }
-            }
             if escapes % 2 == 1 {
                 self.buf.pop();
                 self.cur = self.buf.len();
                 return None;
             }
-            if quote.is_some() {
+            if crate::safety::terminal::open_quote(&text) {
                 self.buf.push('\n');
                 self.cur = self.buf.len();
                 return None;
@@ -1658,7 +1668,7 @@ mod tests {
                         proptest::sample::select(vec![
                             "backspace", "delete", "left", "right", "home", "end", "ctrl+a",
                             "ctrl+e", "ctrl+u", "ctrl+k", "ctrl+w", "ctrl+c", "enter", "ctrl+j",
-                            "ctrl+m", "tab", "up", "ctrl+y", "shift+\\", "shift+4", ";", "r",
+                            "ctrl+m", "ctrl+enter", "ctrl+shift+j", "shift+enter", "tab", "up", "ctrl+y", "shift+\\", "shift+4", ";", "r",
                             "m", "space", "shift+7", "kp_enter", "escape",
                         ]).prop_map(|k: &str| key(k)),
                     ],

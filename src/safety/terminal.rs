@@ -107,9 +107,17 @@ impl Line {
                 }
                 self.text.push(c);
             }
-            Effect::Key(RETURN | KP_ENTER) => return Ok(self.run()),
+            // Return with any modifiers, and Ctrl-J/M/O (with Shift too: the terminal sends the
+            // same control code), run the line.
+            Effect::Key(RETURN | KP_ENTER) | Effect::Shortcut(_, RETURN | KP_ENTER) => {
+                return Ok(self.run())
+            }
             Effect::Shortcut(m, k)
-                if (m, k) == ctrl('j') || (m, k) == ctrl('m') || (m, k) == ctrl('o') =>
+                if m.has(Mods::CTRL)
+                    && matches!(
+                        char::from_u32(k).map(|c| c.to_ascii_lowercase()),
+                        Some('j' | 'm' | 'o')
+                    ) =>
             {
                 return Ok(self.run())
             }
@@ -170,7 +178,7 @@ impl Line {
 }
 
 /// Does `text` leave a quote open (the shell reads on past Return)?
-fn open_quote(text: &str) -> bool {
+pub fn open_quote(text: &str) -> bool {
     let mut quote: Option<char> = None;
     let mut escaped = false;
     for c in text.chars() {
