@@ -157,74 +157,12 @@ enum Cmd {
         /// {"observation_id":..,"actions":[..],"expect":{..}}; `-` reads standard input.
         batch: String,
     },
-    /// Benchmarks that print a table.
+    /// Benchmarks that print a table: a separate program (`voxdesk-bench`, built by `cargo
+    /// build -p voxdesk-bench`), run from beside this one or from PATH; none of it ships here.
+    #[command(disable_help_flag = true)]
     Bench {
-        #[command(subcommand)]
-        what: BenchCmd,
-    },
-}
-
-#[derive(Subcommand)]
-enum BenchCmd {
-    /// Capture, full and incremental perception, recall and junk on labelled fixtures, against the tesseract CLI.
-    Perception {
-        #[arg(long, default_value = "tests/fixtures/ui")]
-        fixtures: PathBuf,
-        #[arg(long, default_value_t = 5)]
-        runs: usize,
-        /// Skip running the tesseract command-line tool for comparison.
-        #[arg(long)]
-        no_cli: bool,
-        /// List every missed label.
-        #[arg(long)]
-        misses: bool,
-    },
-    /// The loop on xcalc: overhead per step, a 4-step task end to end, memory over 100 steps
-    /// (run it on a virtual desktop: it starts xcalc and clicks it).
-    Loop {
-        #[arg(long, default_value_t = 5)]
-        runs: usize,
-    },
-    /// A realtime session against a loopback Gemini Live server, on the virtual desktop and
-    /// sound card: mic → socket, tool call → response, interrupted → silent, memory over a
-    /// long session with two resumptions (run it with `cargo xtask rig --`).
-    Voice {
-        #[arg(long, default_value_t = 10)]
-        runs: usize,
-        /// How long the simulated session lasts (600 for the ten minutes).
-        #[arg(long, default_value_t = 60)]
-        seconds: u64,
-        /// realtime (the loopback model server), local (barge-in, echo, spoken commands,
-        /// stop, the listener's CPU, accuracy), sound (local without the accuracy), accuracy
-        /// (spoken commands only, no sound card) or all.
-        #[arg(long, default_value = "all")]
-        part: String,
-    },
-    /// The daemon under load on loopback (run it on a virtual desktop: it starts xcalc and a
-    /// daemon of its own): event-stream clients and health requests while sessions run.
-    Serve {
-        #[arg(long, default_value_t = 50)]
-        clients: usize,
-        /// Health requests per second.
-        #[arg(long, default_value_t = 200)]
-        rate: u32,
-        #[arg(long, default_value_t = 30)]
-        seconds: u64,
-    },
-    /// Emergency-stop latency, rail checking and dispatch overhead (run it on a virtual desktop:
-    /// it presses Shift and the stop combination).
-    Act {
-        #[arg(long, default_value_t = 20)]
-        runs: usize,
-    },
-    /// The task suite on real applications (xterm, mousepad, a Chromium form, pcmanfm, a refused
-    /// `rm -rf`), judged from outside (run it on a virtual desktop: `cargo xtask rig -- …`).
-    Tasks {
-        #[arg(long, default_value_t = 3)]
-        runs: usize,
-        /// Only this task.
-        #[arg(long)]
-        only: Option<String>,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
     },
 }
 
@@ -299,7 +237,7 @@ fn main() -> ExitCode {
 
 /// The log on stderr: what `VOXDESK_LOG` asks (default: warnings), and never a key or token at
 /// any level: the crates that see them on the wire are capped below TRACE by a filter of their
-/// own, which no directive of `VOXDESK_LOG` can lift (`voxdesk::private::log_cap`).
+/// own, which no directive of `VOXDESK_LOG` can lift (`voxdesk_core::private::log_cap`).
 fn logging() {
     use tracing_subscriber::prelude::*;
     let asked = tracing_subscriber::EnvFilter::try_from_env("VOXDESK_LOG")
@@ -308,7 +246,7 @@ fn logging() {
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
-                .with_filter(voxdesk::private::log_cap()),
+                .with_filter(voxdesk_core::private::log_cap()),
         )
         .with(asked)
         .init();
@@ -424,38 +362,6 @@ fn run(cli: Cli) -> Result<Exit> {
                 Exit::Failed
             })
         }
-        Cmd::Bench { what } => {
-            print!(
-                "{}",
-                match what {
-                    BenchCmd::Loop { runs } => cli::bench::loop_(runs)?,
-                    BenchCmd::Voice {
-                        runs,
-                        seconds,
-                        part,
-                    } => cli::bench_voice::voice(runs, seconds, &part)?,
-                    BenchCmd::Act { runs } => cli::bench::act(runs)?,
-                    BenchCmd::Serve {
-                        clients,
-                        rate,
-                        seconds,
-                    } => cli::bench_serve::serve(clients, rate, seconds)?,
-                    BenchCmd::Tasks { runs, only } =>
-                        cli::bench_tasks::tasks(runs, only.as_deref())?,
-                    BenchCmd::Perception {
-                        fixtures,
-                        runs,
-                        no_cli,
-                        misses,
-                    } => cli::bench::perception(&cli::bench::BenchOptions {
-                        fixtures,
-                        runs: runs.max(1),
-                        cli: !no_cli,
-                        misses,
-                    })?,
-                }
-            );
-            Ok(Exit::Ok)
-        }
+        Cmd::Bench { args } => cli::bench(&args),
     }
 }

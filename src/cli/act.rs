@@ -5,10 +5,10 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 
 use super::{settings, stop_on_signals, Exit, TerminalConfirm};
-use voxdesk::desk::confirm::{AssumeYes, Confirm};
-use voxdesk::desk::tool::{ActResult, ActStatus, ToolCall, ToolResult};
-use voxdesk::desk::{Desk, Host, RefusedByLock};
-use voxdesk::input::stop::StopLatch;
+use voxdesk_desk::confirm::{AssumeYes, Confirm};
+use voxdesk_desk::tool::{ActResult, ActStatus, ToolCall, ToolResult};
+use voxdesk_desk::{Desk, Host, RefusedByLock};
+use voxdesk_input::stop::StopLatch;
 
 pub fn run(
     mode: Option<String>,
@@ -26,7 +26,7 @@ pub fn run(
     } else {
         batch
     };
-    let batch = match voxdesk::action::parse_batch(&text) {
+    let batch = match voxdesk_core::action::parse_batch(&text) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("voxdesk: error: unusable batch: {e}");

@@ -1,8 +1,8 @@
 //! Preflight: one line per check, a distinct message and fix per cause, and whether voxdesk can run at all.
 
-use voxdesk::perception::engine;
-use voxdesk::screen::capture::{self, CaptureError};
-use voxdesk::screen::desktop::{self, DisplayError};
+use voxdesk_perception::engine;
+use voxdesk_screen::capture::{self, CaptureError};
+use voxdesk_screen::desktop::{self, DisplayError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -132,7 +132,7 @@ pub fn run() -> Vec<Check> {
         out.push(Check::skipped("ocr-engine", "no tessdata"));
     }
     // Narration: without a voice or an output voxdesk still runs, printing what it would say.
-    out.push(match voxdesk::voice::narrate::probe_voice() {
+    out.push(match voxdesk_voice::narrate::probe_voice() {
         Ok(v) => Check::ok("voice", v),
         Err(e) => Check::warn(
             "voice",
@@ -140,13 +140,13 @@ pub fn run() -> Vec<Check> {
             "apt-get install espeak-ng",
         ),
     });
-    out.push(match voxdesk::voice::narrate::probe_output() {
+    out.push(match voxdesk_voice::narrate::probe_output() {
         Ok(()) => Check::ok("audio-output", "the default output opens"),
         Err(e) => Check::warn("audio-output", format!("no audio output ({e}): narration is printed only"), "start the desktop's sound server (PulseAudio or PipeWire) and install libasound2-plugins so ALSA's default reaches it"),
     });
     // The microphone: opened for a moment, never recorded.
     out.push(
-        match voxdesk::voice::mic::Mic::start(None, 16_000, 20, |_| true) {
+        match voxdesk_voice::mic::Mic::start(None, 16_000, 20, |_| true) {
             Ok(m) => Check::ok(
                 "microphone",
                 format!("{} ({} Hz)", m.device_name, m.device_rate),

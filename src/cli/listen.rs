@@ -5,15 +5,15 @@ use std::sync::{Arc, Mutex};
 use anyhow::Result;
 
 use super::{open_desk, settings, stop_on_signals, Console, Exit};
-use voxdesk::agent::registry;
-use voxdesk::agent::{drive, Limits};
-use voxdesk::desk::RecordSpec;
-use voxdesk::input::stop::StopLatch;
-use voxdesk::realtime::driver::{RealtimeDriver, INSTRUCTION_VERSION};
-use voxdesk::realtime::session::{Playback, Silent};
-use voxdesk::record::events::{Event, Sink, Stamped};
-use voxdesk::record::session::sessions_dir;
-use voxdesk::voice::narrate::Narrator;
+use voxdesk_agent::registry;
+use voxdesk_agent::{drive, Limits};
+use voxdesk_desk::RecordSpec;
+use voxdesk_input::stop::StopLatch;
+use voxdesk_realtime::driver::{RealtimeDriver, INSTRUCTION_VERSION};
+use voxdesk_realtime::session::{Playback, Silent};
+use voxdesk_record::events::{Event, Sink, Stamped};
+use voxdesk_record::session::sessions_dir;
+use voxdesk_voice::narrate::Narrator;
 
 pub struct ListenArgs {
     pub provider: String,
@@ -42,7 +42,7 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         return super::listen_local::listen_local(a, config);
     }
     let loaded = settings(config, a.mode.clone())?;
-    let model = super::realtime::model(&loaded, &a.provider, a.model.as_deref());
+    let model = voxdesk_realtime::launch::model(&loaded, &a.provider, a.model.as_deref());
     let (provider, model) = match registry::resolve_realtime(&a.provider, model.as_deref()) {
         Ok(Some(pm)) => pm,
         Ok(None) => {
@@ -56,13 +56,14 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
             return Ok(Exit::BadInput);
         }
     };
-    let spec = match super::realtime::spec(&loaded, provider, &model, a.endpoint.as_deref()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("voxdesk: error: {e}");
-            return Ok(Exit::BadInput);
-        }
-    };
+    let spec =
+        match voxdesk_realtime::launch::spec(&loaded, provider, &model, a.endpoint.as_deref()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("voxdesk: error: {e}");
+                return Ok(Exit::BadInput);
+            }
+        };
     // `quit` ends listening (Ctrl-C); each task has its own latch, set by a spoken stop or the
     // emergency stop.
     let quit = Arc::new(StopLatch::default());
@@ -79,9 +80,10 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     let mut latch = Arc::new(StopLatch::default());
     let session = spec.start(latch.clone(), speaker)?;
     let barge = voice.lock().ok().and_then(|n| n.barge());
-    let local = super::realtime::listener(&session, &spec.stop_words, barge, latch.clone());
+    let local =
+        voxdesk_realtime::launch::listener(&session, &spec.stop_words, barge, latch.clone());
     let tap = local.as_ref().map(|l| l.mic_tap());
-    let mic = match super::realtime::mic(&session, spec.profile.input_rate, tap) {
+    let mic = match voxdesk_realtime::launch::mic(&session, spec.profile.input_rate, tap) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("voxdesk: error: {e}");
@@ -123,7 +125,7 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
             provider: provider.to_string(),
             model: model.clone(),
             decomposition: Vec::new(),
-            prompt_version: format!("{}+{INSTRUCTION_VERSION}", voxdesk::desk::PROMPT_VERSION),
+            prompt_version: format!("{}+{INSTRUCTION_VERSION}", voxdesk_desk::PROMPT_VERSION),
         };
         let Some(mut desk) = open_desk(&loaded.settings, record, latch.clone())? else {
             exit = Exit::Refused;
@@ -131,7 +133,7 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         };
         desk.subscribe(Box::new(Console));
         desk.subscribe(Box::new(SharedVoice(voice.clone())));
-        desk.send_pictures(super::realtime::pictures(&spec));
+        desk.send_pictures(voxdesk_realtime::launch::pictures(&spec));
         let end = drive(
             &mut driver,
             &mut desk,
@@ -140,7 +142,7 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
                 no_progress: loaded.settings.rails.max_failures,
             },
         );
-        let emergency = latch.cause() == Some(voxdesk::input::stop::Cause::EmergencyStop);
+        let emergency = latch.cause() == Some(voxdesk_input::stop::Cause::EmergencyStop);
         if let Some(d) = desk.session_dir() {
             println!("session: {} ({:?})", d.display(), end.status);
         }

@@ -7,16 +7,16 @@ use anyhow::Result;
 
 use super::listen::{ListenArgs, SharedVoice};
 use super::{settings, stop_on_signals, Console, Exit};
-use voxdesk::agent::offline::LocalPlanner;
-use voxdesk::agent::{drive, Driver, Limits};
-use voxdesk::desk::{Desk, RecordSpec, RefusedByLock};
-use voxdesk::input::stop::{Cause, HeldWatcher, StopLatch};
-use voxdesk::record::session::sessions_dir;
-use voxdesk::voice::ask::VoiceConfirm;
-use voxdesk::voice::grammar::{Heard, Mode};
-use voxdesk::voice::listen::{self, Listener, Note};
-use voxdesk::voice::mic::Mic;
-use voxdesk::voice::narrate::Narrator;
+use voxdesk_agent::offline::LocalPlanner;
+use voxdesk_agent::{drive, Driver, Limits};
+use voxdesk_desk::{Desk, RecordSpec, RefusedByLock};
+use voxdesk_input::stop::{Cause, HeldWatcher, StopLatch};
+use voxdesk_record::session::sessions_dir;
+use voxdesk_voice::ask::VoiceConfirm;
+use voxdesk_voice::grammar::{Heard, Mode};
+use voxdesk_voice::listen::{self, Listener, Note};
+use voxdesk_voice::mic::Mic;
+use voxdesk_voice::narrate::Narrator;
 
 pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     let loaded = settings(config, a.mode.clone())?;
@@ -32,7 +32,7 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
     let mut spec = listen::Spec::new(s.realtime.stop_words.clone(), true, Mode::Commands);
     let _ptt = match &a.push_to_talk {
         Some(c) => {
-            let combo = match voxdesk::action::parse_combo(c) {
+            let combo = match voxdesk_core::action::parse_combo(c) {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("voxdesk: error: --push-to-talk {c:?}: {e}");
@@ -184,7 +184,7 @@ fn run_one(
     latch: &Arc<StopLatch>,
     voice: &Arc<Mutex<Narrator>>,
     step_cap: usize,
-    s: &voxdesk::config::Settings,
+    s: &voxdesk_core::config::Settings,
 ) -> Result<()> {
     let mut planner = match LocalPlanner::new(task) {
         Ok(p) => p,
@@ -200,7 +200,7 @@ fn run_one(
             provider: planner.provider().to_string(),
             model: planner.model().to_string(),
             decomposition: planner.decomposition(),
-            prompt_version: voxdesk::desk::PROMPT_VERSION.into(),
+            prompt_version: voxdesk_desk::PROMPT_VERSION.into(),
         },
         latch.clone(),
     )?;

@@ -6,9 +6,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::Exit;
-use voxdesk::desk::observation;
-use voxdesk::perception;
-use voxdesk::screen::{capture, frame, picture};
+use voxdesk_desk::observation;
+use voxdesk_perception as perception;
+use voxdesk_screen::{capture, frame, picture};
 
 pub fn ocr(json: bool, image: &Path) -> Result<Exit> {
     let t = Instant::now();
@@ -120,7 +120,7 @@ fn write_picture(
         .and_then(|e| e.to_str())
         .is_some_and(|e| e.eq_ignore_ascii_case("jpg") || e.eq_ignore_ascii_case("jpeg"));
     if is_jpeg {
-        voxdesk::private::write(out, &pic.jpeg)
+        voxdesk_core::private::write(out, &pic.jpeg)
             .with_context(|| format!("writing {}", out.display()))?;
     } else {
         write_png(&pic.image, out)?;
@@ -132,5 +132,5 @@ fn write_picture(
 fn write_png(img: &image::RgbaImage, out: &Path) -> Result<()> {
     let mut png = Vec::new();
     img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)?;
-    voxdesk::private::write(out, &png).with_context(|| format!("writing {}", out.display()))
+    voxdesk_core::private::write(out, &png).with_context(|| format!("writing {}", out.display()))
 }

@@ -1,21 +1,14 @@
 //! The command line's shared parts: exit outcomes, loading settings, the console printer, the terminal's yes, and signals. One file per command beside this one.
 
 pub mod act;
-pub mod bench;
-pub mod bench_listen;
-pub mod bench_serve;
-pub mod bench_tasks;
-pub mod bench_voice;
 pub mod doctor;
 pub mod listen;
 pub mod listen_local;
 pub mod look;
 pub mod probe;
-pub mod realtime;
 pub mod run;
 pub mod serve;
 pub mod sessions;
-pub mod task_suite;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -24,9 +17,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use voxdesk::desk::confirm::{Confirm, Question};
-use voxdesk::input::stop::{Cause, StopLatch};
-use voxdesk::record::events::{Event, Sink, Stamped};
+use voxdesk_desk::confirm::{Confirm, Question};
+use voxdesk_input::stop::{Cause, StopLatch};
+use voxdesk_record::events::{Event, Sink, Stamped};
 
 /// How a command ended; `main` maps these to exit codes, the one place that does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,9 +36,12 @@ pub enum Exit {
 }
 
 /// Settings from defaults, the file, the environment, and `--mode`.
-pub fn settings(config: Option<&Path>, mode: Option<String>) -> Result<voxdesk::config::Loaded> {
+pub fn settings(
+    config: Option<&Path>,
+    mode: Option<String>,
+) -> Result<voxdesk_core::config::Loaded> {
     let flags: Vec<(&'static str, String)> = mode.into_iter().map(|m| ("rails.mode", m)).collect();
-    Ok(voxdesk::config::load(
+    Ok(voxdesk_core::config::load(
         config,
         |k| std::env::var(k).ok(),
         &flags,
@@ -54,8 +50,8 @@ pub fn settings(config: Option<&Path>, mode: Option<String>) -> Result<voxdesk::
 
 /// Said before a session in observe mode (the default) starts: it plans and records, and a
 /// user who hears "Clicking 7" must not think it clicked.
-pub fn say_if_observing(settings: &voxdesk::config::Settings) {
-    if settings.rails.mode == voxdesk::config::Mode::Observe {
+pub fn say_if_observing(settings: &voxdesk_core::config::Settings) {
+    if settings.rails.mode == voxdesk_core::config::Mode::Observe {
         println!(
             "observe mode: voxdesk plans and records each step but clicks and types nothing (--mode confirm or --mode auto to act)"
         );
@@ -65,13 +61,13 @@ pub fn say_if_observing(settings: &voxdesk::config::Settings) {
 /// The desk for a recorded session, asking on the terminal; `None` (said on stderr) when the GUI
 /// lock refuses it: another session owns the screen (exit 3).
 pub fn open_desk(
-    settings: &voxdesk::config::Settings,
-    record: voxdesk::desk::RecordSpec,
-    latch: std::sync::Arc<voxdesk::input::stop::StopLatch>,
-) -> anyhow::Result<Option<voxdesk::desk::Desk>> {
-    match voxdesk::desk::Desk::new(settings, Some(record), Box::new(TerminalConfirm), latch) {
+    settings: &voxdesk_core::config::Settings,
+    record: voxdesk_desk::RecordSpec,
+    latch: std::sync::Arc<voxdesk_input::stop::StopLatch>,
+) -> anyhow::Result<Option<voxdesk_desk::Desk>> {
+    match voxdesk_desk::Desk::new(settings, Some(record), Box::new(TerminalConfirm), latch) {
         Ok(d) => Ok(Some(d)),
-        Err(e) if e.downcast_ref::<voxdesk::desk::RefusedByLock>().is_some() => {
+        Err(e) if e.downcast_ref::<voxdesk_desk::RefusedByLock>().is_some() => {
             eprintln!("voxdesk: {e}");
             Ok(None)
         }
@@ -152,4 +148,23 @@ pub fn stop_on_signals(latch: Arc<StopLatch>) -> Result<()> {
         eprintln!("voxdesk: {name}: stopping (again to exit at once)");
         latch.trigger(Cause::Signal(name));
     })
+}
+
+/// `voxdesk bench …`: the benchmarks are a dev tool of their own (`voxdesk-bench`, never linked
+/// into this binary), run from beside this program, else from PATH, with the arguments as given.
+pub fn bench(args: &[std::ffi::OsString]) -> Result<Exit> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("voxdesk-bench")))
+        .filter(|p| p.is_file());
+    let program = beside.unwrap_or_else(|| "voxdesk-bench".into());
+    let status = std::process::Command::new(&program).args(args).status();
+    match status {
+        Ok(s) if s.success() => Ok(Exit::Ok),
+        Ok(_) => Ok(Exit::Failed),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(anyhow::anyhow!(
+            "the benchmarks are a dev tool of their own: build them with `cargo build --release -p voxdesk-bench` (no `voxdesk-bench` beside this program or on PATH)"
+        )),
+        Err(e) => Err(anyhow::anyhow!("running {}: {e}", program.display())),
+    }
 }

@@ -6,13 +6,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::Result;
 
 use super::{settings, Exit};
-use voxdesk::agent::registry;
-use voxdesk::desk::confirm::Nobody;
-use voxdesk::desk::tool::{ToolCall, ToolResult};
-use voxdesk::desk::{Desk, Host};
-use voxdesk::input::stop::StopLatch;
-use voxdesk::realtime::profile::{self, Measured};
-use voxdesk::realtime::session::{Down, Note, Silent};
+use voxdesk_agent::registry;
+use voxdesk_desk::confirm::Nobody;
+use voxdesk_desk::tool::{ToolCall, ToolResult};
+use voxdesk_desk::{Desk, Host};
+use voxdesk_input::stop::StopLatch;
+use voxdesk_realtime::profile::{self, Measured};
+use voxdesk_realtime::session::{Down, Note, Silent};
 
 /// How long one answer may take.
 const ANSWER_WITHIN: Duration = Duration::from_secs(30);
@@ -24,7 +24,7 @@ pub fn probe(
     config: Option<&std::path::Path>,
 ) -> Result<Exit> {
     let loaded = settings(config, Some("observe".into()))?;
-    let model = super::realtime::model(&loaded, provider, model);
+    let model = voxdesk_realtime::launch::model(&loaded, provider, model);
     let (provider, model) = match registry::resolve_realtime(provider, model.as_deref()) {
         Ok(Some(pm)) => pm,
         Ok(None) => {
@@ -36,14 +36,14 @@ pub fn probe(
             return Ok(Exit::BadInput);
         }
     };
-    let spec = match super::realtime::spec(&loaded, provider, &model, endpoint) {
+    let spec = match voxdesk_realtime::launch::spec(&loaded, provider, &model, endpoint) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("voxdesk: error: {e}");
             return Ok(Exit::BadInput);
         }
     };
-    let Some(cache) = super::realtime::capability_dir() else {
+    let Some(cache) = voxdesk_realtime::launch::capability_dir() else {
         eprintln!("voxdesk: error: no cache directory to keep the measurement in (set HOME)");
         return Ok(Exit::Failed);
     };
@@ -51,7 +51,7 @@ pub fn probe(
     // Look, touching nothing (observe mode, no record).
     let latch = Arc::new(StopLatch::default());
     let mut desk = Desk::new(&loaded.settings, None, Box::new(Nobody), latch.clone())?;
-    desk.send_pictures(Some(voxdesk::screen::picture::PictureConfig {
+    desk.send_pictures(Some(voxdesk_screen::picture::PictureConfig {
         quality: spec.profile.image.jpeg_quality.clamp(10, 100),
         ..Default::default()
     }));
@@ -134,9 +134,9 @@ pub fn probe(
     };
     let path = profile::cache_path(&cache, spec.provider, &model);
     if let Some(dir) = path.parent() {
-        voxdesk::private::dir(dir)?;
+        voxdesk_core::private::dir(dir)?;
     }
-    voxdesk::private::write(&path, serde_json::to_string_pretty(&m)?.as_bytes())?;
+    voxdesk_core::private::write(&path, serde_json::to_string_pretty(&m)?.as_bytes())?;
     println!(
         "probe: {model} is {} ({} of {} boxes named right); cached in {} for {} days",
         serde_json::to_value(vision)?.as_str().unwrap_or("?"),

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::{open_desk, settings, stop_on_signals, Console, Exit};
-use voxdesk::agent::registry::{self, RegistryError};
-use voxdesk::agent::{drive, Limits};
-use voxdesk::desk::{Desk, Host, RecordSpec};
-use voxdesk::input::stop::StopLatch;
-use voxdesk::record::session::{sessions_dir, Status};
-use voxdesk::voice::narrate::Narrator;
+use voxdesk_agent::registry::{self, RegistryError};
+use voxdesk_agent::{drive, Limits};
+use voxdesk_desk::{Desk, Host, RecordSpec};
+use voxdesk_input::stop::StopLatch;
+use voxdesk_record::session::{sessions_dir, Status};
+use voxdesk_voice::narrate::Narrator;
 
 pub struct RunArgs {
     pub provider: String,
@@ -27,7 +27,7 @@ pub struct RunArgs {
 
 pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     let loaded = settings(config, a.mode.clone())?;
-    let model = super::realtime::model(&loaded, &a.provider, a.model.as_deref());
+    let model = voxdesk_realtime::launch::model(&loaded, &a.provider, a.model.as_deref());
     // One process owns the screen's session: when the daemon runs, it runs this one too.
     if let Some((url, token)) = super::serve::running_daemon()? {
         if a.endpoint.is_some() || a.narration_wav.is_some() {
@@ -74,7 +74,7 @@ pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         provider: driver.provider().to_string(),
         model: driver.model().to_string(),
         decomposition: driver.decomposition(),
-        prompt_version: voxdesk::desk::PROMPT_VERSION.into(),
+        prompt_version: voxdesk_desk::PROMPT_VERSION.into(),
     };
     super::say_if_observing(&loaded.settings);
     let Some(mut desk) = open_desk(&loaded.settings, spec, latch.clone())? else {
@@ -130,18 +130,19 @@ fn finish(mut desk: Desk, status: Status) -> Result<Exit> {
 /// `voxdesk run --provider gemini|openai`: the same loop, driven by a realtime model.
 fn realtime(
     a: RunArgs,
-    loaded: voxdesk::config::Loaded,
+    loaded: voxdesk_core::config::Loaded,
     provider: &'static str,
     model: String,
 ) -> Result<Exit> {
-    use voxdesk::realtime::driver::INSTRUCTION_VERSION;
-    let spec = match super::realtime::spec(&loaded, provider, &model, a.endpoint.as_deref()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("voxdesk: error: {e}");
-            return Ok(Exit::BadInput);
-        }
-    };
+    use voxdesk_realtime::driver::INSTRUCTION_VERSION;
+    let spec =
+        match voxdesk_realtime::launch::spec(&loaded, provider, &model, a.endpoint.as_deref()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("voxdesk: error: {e}");
+                return Ok(Exit::BadInput);
+            }
+        };
     let latch = Arc::new(StopLatch::default());
     stop_on_signals(latch.clone())?;
     let record = RecordSpec {
@@ -150,7 +151,7 @@ fn realtime(
         provider: provider.to_string(),
         model: model.clone(),
         decomposition: Vec::new(),
-        prompt_version: format!("{}+{INSTRUCTION_VERSION}", voxdesk::desk::PROMPT_VERSION),
+        prompt_version: format!("{}+{INSTRUCTION_VERSION}", voxdesk_desk::PROMPT_VERSION),
     };
     super::say_if_observing(&loaded.settings);
     let Some(mut desk) = open_desk(&loaded.settings, record, latch.clone())? else {
@@ -184,15 +185,15 @@ pub struct Voice {
 /// over it, and the microphone streams to the model when there is one.
 pub fn drive_realtime(
     desk: &mut Desk,
-    spec: &voxdesk::realtime::driver::Spec,
+    spec: &voxdesk_realtime::driver::Spec,
     voice: Voice,
     task: &str,
     limits: Limits,
 ) -> Result<Status> {
-    use voxdesk::realtime::driver::RealtimeDriver;
-    use voxdesk::realtime::session::{Playback, Silent};
+    use voxdesk_realtime::driver::RealtimeDriver;
+    use voxdesk_realtime::session::{Playback, Silent};
     let latch = desk.latch();
-    desk.send_pictures(super::realtime::pictures(spec));
+    desk.send_pictures(voxdesk_realtime::launch::pictures(spec));
     let narrator = Narrator::new(voice.speak, voice.wav, Some(latch.clone()));
     let speaker: Box<dyn Playback> = match narrator.speaker() {
         Some(s) if voice.speak => Box::new(s),
@@ -202,9 +203,10 @@ pub fn drive_realtime(
     desk.subscribe(Box::new(narrator));
     let session = spec.start(latch.clone(), speaker)?;
     // The person may speak (a stop word, a correction); no microphone is not an error here.
-    let local = super::realtime::listener(&session, &spec.stop_words, barge, latch.clone());
+    let local =
+        voxdesk_realtime::launch::listener(&session, &spec.stop_words, barge, latch.clone());
     let tap = local.as_ref().map(|l| l.mic_tap());
-    let mic = super::realtime::mic(&session, spec.profile.input_rate, tap)
+    let mic = voxdesk_realtime::launch::mic(&session, spec.profile.input_rate, tap)
         .map_err(|e| tracing::warn!("{e}; the task runs without listening"))
         .ok();
     let mut driver = RealtimeDriver::new(spec, session, latch, Some(task.to_string()));

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use super::Exit;
-use voxdesk::record::session;
+use voxdesk_record::session;
 
 pub fn list() -> Result<Exit> {
     let dir = session::sessions_dir();
@@ -46,9 +46,9 @@ pub fn report(id: &str, out: Option<PathBuf>) -> Result<Exit> {
     );
     let record = session::load(&dir)?;
     let out = out.unwrap_or_else(|| dir.join("report.html"));
-    voxdesk::private::write(
+    voxdesk_core::private::write(
         &out,
-        voxdesk::record::report::render(&dir, &record).as_bytes(),
+        voxdesk_record::report::render(&dir, &record).as_bytes(),
     )
     .with_context(|| format!("writing {}", out.display()))?;
     println!("{}", out.display());

@@ -508,9 +508,9 @@ fn emergency_stop_interrupts_a_long_type_and_leaves_nothing_held() {
 /// terminal's program received.
 #[test]
 fn an_unconfirmed_batch_is_not_run_again_without_a_look() {
-    use voxdesk::action::parse_batch;
-    use voxdesk::desk::tool::{ActStatus, ToolCall, ToolResult};
-    use voxdesk::desk::{confirm::Nobody, Desk, Host};
+    use voxdesk_core::action::parse_batch;
+    use voxdesk_desk::tool::{ActStatus, ToolCall, ToolResult};
+    use voxdesk_desk::{confirm::Nobody, Desk, Host};
     let Some(rig) = rig() else { return };
     let d: &str = &rig;
     let dir = tempfile::tempdir().unwrap();
@@ -534,7 +534,7 @@ fn an_unconfirmed_batch_is_not_run_again_without_a_look() {
         "VOXDESK_MODE" => Some("auto".to_string()),
         _ => None,
     };
-    let settings = voxdesk::config::load(None, env, &[]).unwrap().settings;
+    let settings = voxdesk_core::config::load(None, env, &[]).unwrap().settings;
     let mut desk = Desk::new(&settings, None, Box::new(Nobody), Default::default()).unwrap();
     let id = |r: &ToolResult| r.observation().unwrap().id.clone();
     let batch = |obs: &str| {

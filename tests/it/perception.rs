@@ -3,16 +3,16 @@
 use std::path::Path;
 
 use crate::util::*;
-use voxdesk::perception::eval::{self, Found, GroundTruth};
-use voxdesk::perception::Perceiver;
-use voxdesk::screen::frame::load_image;
+use voxdesk_eval::{self as eval, Found, GroundTruth};
+use voxdesk_perception::Perceiver;
+use voxdesk_screen::frame::load_image;
 
 fn gt(name: &str) -> GroundTruth {
     serde_json::from_str(&std::fs::read_to_string(fixture(&format!("{name}.json"))).unwrap())
         .unwrap()
 }
 
-fn found(t: &[voxdesk::perception::Target]) -> Vec<Found> {
+fn found(t: &[voxdesk_perception::Target]) -> Vec<Found> {
     t.iter()
         .map(|t| Found {
             text: t.text.clone(),
@@ -295,7 +295,7 @@ fn incremental_pass_matches_a_full_pass_and_keeps_ids() {
         );
         let mut fresh = Perceiver::new(1).unwrap();
         let full = fresh.perceive(b.as_raw(), w, h, true).unwrap();
-        let key = |t: &voxdesk::perception::Target| (t.text.clone(), t.rect);
+        let key = |t: &voxdesk_perception::Target| (t.text.clone(), t.rect);
         let mut x: Vec<_> = inc.targets.iter().map(key).collect();
         let mut y: Vec<_> = full.targets.iter().map(key).collect();
         x.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));

@@ -80,7 +80,7 @@ fn a_planted_or_untrusted_serve_json_never_gets_the_token() {
     let me = std::process::id();
     // A "daemon" that runs: this test process.
     let planted = json!({"url": format!("http://127.0.0.1:{}", trap.port), "pid": me,
-        "pid_start": voxdesk::input::lock::process_start(me).unwrap()});
+        "pid_start": voxdesk_input::lock::process_start(me).unwrap()});
     std::fs::create_dir_all(shared_tmp.path().join("voxdesk")).unwrap();
     std::fs::write(
         shared_tmp.path().join("voxdesk/serve.json"),

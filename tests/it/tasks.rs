@@ -1,10 +1,9 @@
 //! The task suite on real applications (xterm, mousepad, a Chromium form, a sign-in form whose password is refused, pcmanfm opening a folder and renaming a file, a refused `rm -rf`), run by the real `voxdesk run --provider local --mode auto`, each judged by its effect seen from outside voxdesk (the file written, bash's history, the window title), never by voxdesk's word alone; nothing may be typed twice.
 //!
-//! The tasks themselves (files, app, words) come from `src/cli/task_suite.rs`, which
-//! `voxdesk bench tasks` runs too; the judging here is this file's own.
+//! The tasks themselves (files, app, words) come from the dev crate `voxdesk-tasks`
+//! (`dev/tasks`), which `voxdesk bench tasks` runs too; the judging here is this file's own.
 
-#[path = "../../src/cli/task_suite.rs"]
-mod task_suite;
+use voxdesk_tasks as task_suite;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use crate::narration::Speaker;
 use crate::util::*;
-use voxdesk::voice::grammar::{Heard, Mode};
-use voxdesk::voice::listen::{Listener, Note, Spec};
-use voxdesk::voice::mic::Mic;
-use voxdesk::voice::narrate::Narrator;
+use voxdesk_voice::grammar::{Heard, Mode};
+use voxdesk_voice::listen::{Listener, Note, Spec};
+use voxdesk_voice::mic::Mic;
+use voxdesk_voice::narrate::Narrator;
 
 const ESPEAK: &[&str] = &["espeak-ng", "-v", "en-us+klatt2", "-s", "150"];
 const FLITE: &[&str] = &["flite", "-voice", "rms"];
@@ -64,7 +64,7 @@ fn speech_into_the_mic_silences_the_narration() {
     let wavs = dir.path().join("narration");
     let mut narrator = Narrator::new(true, Some(wavs.clone()), None);
     let barge = narrator.barge().expect("a voice thread");
-    let latch = Arc::new(voxdesk::input::stop::StopLatch::default());
+    let latch = Arc::new(voxdesk_input::stop::StopLatch::default());
     let listener = Listener::start(
         Spec::new(vec!["stop".into()], false, Mode::StopOnly),
         Some(barge),
@@ -153,7 +153,7 @@ fn its_own_voice_looped_into_the_mic_does_not_interrupt_it() {
     let listener = Listener::start(
         Spec::new(vec!["stop".into()], false, Mode::StopOnly),
         Some(barge),
-        Arc::new(voxdesk::input::stop::StopLatch::default()),
+        Arc::new(voxdesk_input::stop::StopLatch::default()),
         None,
     )
     .unwrap();
@@ -195,7 +195,7 @@ fn command_listener(labels: &[&str]) -> Listener {
     let listener = Listener::start(
         Spec::new(vec!["stop".into(), "cancel".into()], true, Mode::Commands),
         None,
-        Arc::new(voxdesk::input::stop::StopLatch::default()),
+        Arc::new(voxdesk_input::stop::StopLatch::default()),
         None,
     )
     .expect("pocketsphinx and its US English model (cargo xtask test installs them)");
@@ -358,7 +358,7 @@ fn feed_as_is(listener: &Listener, all: &[i16]) -> Option<Heard> {
     let at = Instant::now();
     let mut fed = 0;
     for c in all.chunks_exact(256) {
-        listener.feed(voxdesk::voice::mic::Frame {
+        listener.feed(voxdesk_voice::mic::Frame {
             pcm: c.to_vec(),
             at,
         });
@@ -545,7 +545,7 @@ fn stop_spoken_during_a_long_type_halts_it() {
     std::thread::sleep(Duration::from_millis(500));
     let wav = dir.path().join("stop.wav");
     say_to(ESPEAK, "stop", &wav);
-    let latch = Arc::new(voxdesk::input::stop::StopLatch::default());
+    let latch = Arc::new(voxdesk_input::stop::StopLatch::default());
     let listener = Listener::start(
         Spec::new(vec!["stop".into(), "cancel".into()], true, Mode::Commands),
         None,
@@ -554,13 +554,13 @@ fn stop_spoken_during_a_long_type_halts_it() {
     )
     .unwrap();
     let mic = Mic::start_taps(None, vec![listener.mic_tap()]).expect("the virtual mic");
-    let mut settings = voxdesk::config::Settings::default();
-    settings.rails.mode = voxdesk::config::Mode::Auto;
+    let mut settings = voxdesk_core::config::Settings::default();
+    settings.rails.mode = voxdesk_core::config::Mode::Auto;
     settings.rails.allow_apps = vec!["XTerm".into()];
-    let mut desk = voxdesk::desk::Desk::new(
+    let mut desk = voxdesk_desk::Desk::new(
         &settings,
         None,
-        Box::new(voxdesk::desk::confirm::Nobody),
+        Box::new(voxdesk_desk::confirm::Nobody),
         latch.clone(),
     )
     .unwrap();
@@ -570,11 +570,11 @@ fn stop_spoken_during_a_long_type_halts_it() {
         std::thread::sleep(Duration::from_millis(1200));
         into_mic(&wav);
     });
-    let mut planner = voxdesk::agent::offline::LocalPlanner::new(&task).unwrap();
-    let end = voxdesk::agent::drive(
+    let mut planner = voxdesk_agent::offline::LocalPlanner::new(&task).unwrap();
+    let end = voxdesk_agent::drive(
         &mut planner,
         &mut desk,
-        voxdesk::agent::Limits {
+        voxdesk_agent::Limits {
             step_cap: 3,
             no_progress: 2,
         },
@@ -585,12 +585,12 @@ fn stop_spoken_during_a_long_type_halts_it() {
     let typed = std::fs::read_to_string(&file).unwrap_or_default();
     assert_eq!(
         latch.cause(),
-        Some(voxdesk::input::stop::Cause::Requested),
+        Some(voxdesk_input::stop::Cause::Requested),
         "the spoken stop set the latch ({:?}, typed {})",
         end.status,
         typed.len()
     );
-    assert_eq!(end.status, voxdesk::record::session::Status::Stopped);
+    assert_eq!(end.status, voxdesk_record::session::Status::Stopped);
     assert!(
         !typed.is_empty() && typed.len() < text.len(),
         "typing was not halted part way: {} of {} characters",

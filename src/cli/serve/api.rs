@@ -21,7 +21,7 @@ use super::auth::{self, Route};
 use super::health::Health;
 use super::hub::{Hub, Item, Seen};
 use super::runner::{Runner, StartError, StartRequest};
-use voxdesk::record::session::{self, SessionRecord};
+use voxdesk_record::session::{self, SessionRecord};
 
 /// Request bodies larger than this are refused (413): a task is a sentence.
 pub const MAX_BODY: usize = 16 * 1024;
@@ -254,7 +254,7 @@ async fn step_png(State(app): State<Shared>, Path((id, file)): Path<(String, Str
 fn report_csp() -> String {
     format!(
         "{}; frame-ancestors 'none'; sandbox",
-        voxdesk::record::report::CSP
+        voxdesk_record::report::CSP
     )
 }
 
@@ -262,7 +262,7 @@ async fn report(State(app): State<Shared>, Path(id): Path<String>) -> Response {
     let (Some(d), Some(r)) = (dir(&app, &id), load(&app, &id)) else {
         return error(StatusCode::NOT_FOUND, format!("no session {id:?}"));
     };
-    let html = tokio::task::spawn_blocking(move || voxdesk::record::report::render(&d, &r))
+    let html = tokio::task::spawn_blocking(move || voxdesk_record::report::render(&d, &r))
         .await
         .unwrap_or_default();
     let mut resp = Html(html).into_response();

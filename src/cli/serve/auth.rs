@@ -17,18 +17,18 @@ pub fn load_or_create(path: &Path) -> std::io::Result<String> {
         if t.len() >= 32 {
             std::fs::set_permissions(
                 path,
-                std::os::unix::fs::PermissionsExt::from_mode(voxdesk::private::FILE_MODE),
+                std::os::unix::fs::PermissionsExt::from_mode(voxdesk_core::private::FILE_MODE),
             )?;
             return Ok(t);
         }
     }
     if let Some(dir) = path.parent() {
-        voxdesk::private::dir(dir)?;
+        voxdesk_core::private::dir(dir)?;
     }
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| std::io::Error::other(e.to_string()))?;
     let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    voxdesk::private::write(path, format!("{token}\n").as_bytes())?;
+    voxdesk_core::private::write(path, format!("{token}\n").as_bytes())?;
     Ok(token)
 }
 

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::runner::Runner;
 use crate::cli::doctor::{self, Check, Status};
-use voxdesk::input::lock;
+use voxdesk_input::lock;
 
 /// How often the preflight checks are run again.
 pub const EVERY: Duration = Duration::from_secs(30);
@@ -58,7 +58,7 @@ impl Health {
             .ok()
             .and_then(|t| serde_json::from_str::<lock::Owner>(&t).ok())
             .map(|o| {
-                let live = lock::is_live(&o, voxdesk::record::session::now_ms());
+                let live = lock::is_live(&o, voxdesk_record::session::now_ms());
                 json!({"pid": o.pid, "display": o.display, "live": live,
                        "this_daemon": o.pid == std::process::id()})
             });

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
-use voxdesk::record::events::{Sink, Stamped};
+use voxdesk_record::events::{Sink, Stamped};
 
 /// Events kept for reconnecting clients (a long session's worth).
 pub const KEEP: usize = 20_000;
@@ -178,7 +178,7 @@ impl Sink for HubSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use voxdesk::record::events::Event;
+    use voxdesk_record::events::Event;
 
     fn ev(seq: u64, text: &str) -> Stamped {
         Stamped {
@@ -280,7 +280,7 @@ mod tests {
 mod proptests {
     use super::*;
     use proptest::prelude::*;
-    use voxdesk::record::events::Event;
+    use voxdesk_record::events::Event;
 
     fn stamped(i: u64) -> Stamped {
         Stamped {

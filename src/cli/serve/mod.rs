@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::{settings, Exit};
-use voxdesk::record::session::{self, sessions_dir};
+use voxdesk_record::session::{self, sessions_dir};
 
 pub struct ServeArgs {
     pub bind: String,
@@ -27,7 +27,7 @@ pub struct ServeArgs {
 /// Where a running daemon says where it listens: `serve.json` in the private runtime dir
 /// (`$XDG_RUNTIME_DIR/voxdesk/`, never the shared temp dir, where anyone could plant one).
 pub fn discovery_path() -> std::io::Result<PathBuf> {
-    Ok(voxdesk::private::runtime_dir()?.join("serve.json"))
+    Ok(voxdesk_core::private::runtime_dir()?.join("serve.json"))
 }
 
 /// A daemon that runs now: its base URL and token. `Ok(None)`: none runs. An error: a
@@ -47,7 +47,7 @@ pub fn running_daemon() -> Result<Option<(String, String)>> {
 /// The URL in the `serve.json` at `path` when a daemon that runs now wrote it and it is to be
 /// believed; `None` when there is none or its daemon is gone.
 fn trusted_url(path: &std::path::Path) -> Result<Option<String>> {
-    let bytes = match voxdesk::private::read_own(path) {
+    let bytes = match voxdesk_core::private::read_own(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => anyhow::bail!("{e}; remove it (a running `voxdesk serve` writes its own)"),
@@ -59,7 +59,7 @@ fn trusted_url(path: &std::path::Path) -> Result<Option<String>> {
     };
     if u32::try_from(pid)
         .ok()
-        .and_then(voxdesk::input::lock::process_start)
+        .and_then(voxdesk_input::lock::process_start)
         != Some(start)
     {
         return Ok(None);
@@ -155,10 +155,10 @@ pub fn serve(a: ServeArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         let url = format!("http://{local}");
         let disc = discovery_path().context("the private runtime dir for serve.json")?;
         let me = std::process::id();
-        voxdesk::private::write(
+        voxdesk_core::private::write(
             &disc,
             serde_json::json!({"url": format!("http://{}", reach(local)), "pid": me,
-                "pid_start": voxdesk::input::lock::process_start(me)})
+                "pid_start": voxdesk_input::lock::process_start(me)})
             .to_string()
             .as_bytes(),
         )?;
@@ -247,10 +247,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("serve.json");
         let me = std::process::id();
-        let start = voxdesk::input::lock::process_start(me).unwrap();
+        let start = voxdesk_input::lock::process_start(me).unwrap();
         let file = |url: &str, pid: u32, mode: u32| {
             let _ = std::fs::remove_file(&p);
-            voxdesk::private::write(
+            voxdesk_core::private::write(
                 &p,
                 serde_json::json!({"url": url, "pid": pid, "pid_start": start})
                     .to_string()
@@ -282,13 +282,13 @@ mod tests {
         let e = format!("{:#}", trusted_url(&link).unwrap_err());
         assert!(e.contains("symlink"), "{e}");
         // Another user's (only root can make one).
-        if voxdesk::private::uid() == 0 {
+        if voxdesk_core::private::uid() == 0 {
             std::os::unix::fs::chown(&p, Some(65534), None).unwrap();
             refused("belongs to uid 65534");
         }
         std::fs::write(&p, "{").unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-        if voxdesk::private::uid() == 0 {
+        if voxdesk_core::private::uid() == 0 {
             std::os::unix::fs::chown(&p, Some(0), None).unwrap();
         }
         refused("is not a daemon's serve.json");

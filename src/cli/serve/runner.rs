@@ -9,14 +9,14 @@ use serde::{Deserialize, Serialize};
 
 use super::hub::{Hub, HubSink};
 use crate::cli::run::{drive_realtime, Voice};
-use voxdesk::agent::registry::{self, RegistryError};
-use voxdesk::agent::{drive, Limits};
-use voxdesk::config::{Loaded, Mode};
-use voxdesk::desk::confirm::{Confirm, Question};
-use voxdesk::desk::{Desk, RecordSpec, RefusedByLock};
-use voxdesk::input::stop::{Cause, StopLatch};
-use voxdesk::record::session::Status;
-use voxdesk::voice::narrate::Narrator;
+use voxdesk_agent::registry::{self, RegistryError};
+use voxdesk_agent::{drive, Limits};
+use voxdesk_core::config::{Loaded, Mode};
+use voxdesk_desk::confirm::{Confirm, Question};
+use voxdesk_desk::{Desk, RecordSpec, RefusedByLock};
+use voxdesk_input::stop::{Cause, StopLatch};
+use voxdesk_record::session::Status;
+use voxdesk_voice::narrate::Narrator;
 
 /// `POST /observe/sessions`.
 #[derive(Debug, Clone, Deserialize)]
@@ -134,7 +134,7 @@ pub struct Runner {
 enum Plan {
     /// Checked here, made again on the session's thread (a driver stays on its thread).
     Local(String, String),
-    Realtime(Box<voxdesk::realtime::driver::Spec>),
+    Realtime(Box<voxdesk_realtime::driver::Spec>),
 }
 
 impl Runner {
@@ -207,7 +207,7 @@ impl Runner {
         let mut decomposition = Vec::new();
         let (provider, model, plan) = match registry::resolve_realtime(&provider, Some(&model)) {
             Ok(Some((p, m))) => {
-                let spec = crate::cli::realtime::spec(&self.loaded, p, &m, None)
+                let spec = voxdesk_realtime::launch::spec(&self.loaded, p, &m, None)
                     .map_err(|e| StartError::Bad(e.to_string()))?;
                 (p.to_string(), m, Plan::Realtime(Box::new(spec)))
             }
@@ -228,7 +228,7 @@ impl Runner {
         loop {
             let busy = self.with_current(|c| c.id.clone());
             let Some(id) = busy else { break };
-            let ended = voxdesk::record::session::load(&self.root.join(&id))
+            let ended = voxdesk_record::session::load(&self.root.join(&id))
                 .is_ok_and(|r| r.status != Status::Running);
             if !ended || t.elapsed() > Duration::from_secs(15) {
                 return Err(StartError::Busy(format!(
@@ -242,11 +242,11 @@ impl Runner {
         let done = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel::<Result<String, StartError>>();
         let prompt_version = match &plan {
-            Plan::Local(..) => voxdesk::desk::PROMPT_VERSION.to_string(),
+            Plan::Local(..) => voxdesk_desk::PROMPT_VERSION.to_string(),
             Plan::Realtime(_) => format!(
                 "{}+{}",
-                voxdesk::desk::PROMPT_VERSION,
-                voxdesk::realtime::driver::INSTRUCTION_VERSION
+                voxdesk_desk::PROMPT_VERSION,
+                voxdesk_realtime::driver::INSTRUCTION_VERSION
             ),
         };
         let record = RecordSpec {
@@ -295,14 +295,14 @@ impl Runner {
                             drive(driver.as_mut(), &mut desk, limits);
                         }
                         Err(e) => {
-                            use voxdesk::desk::Host;
+                            use voxdesk_desk::Host;
                             let _ = desk.end(Status::Failed, &e.to_string());
                         }
                     },
                     Plan::Realtime(spec) => {
                         let voice = Voice { speak, wav: None };
                         if let Err(e) = drive_realtime(&mut desk, &spec, voice, &task, limits) {
-                            use voxdesk::desk::Host;
+                            use voxdesk_desk::Host;
                             let _ = desk.end(Status::Failed, &format!("{e:#}"));
                         }
                     }

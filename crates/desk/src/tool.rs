@@ -1,0 +1,434 @@
+//! The tools every driver calls (`observe`, `act`, `done`): their JSON Schema as given to models, decoding a call into a [`ToolCall`], and the [`ToolResult`] each returns as the compact, stable JSON a model reads.
+
+use serde_json::{json, Value};
+
+use voxdesk_core::action::{batch_from_value, Batch, ParseError};
+use voxdesk_perception::Target;
+use voxdesk_record::session::Status;
+use voxdesk_safety::rails::Refusal;
+
+use super::verify::Verdict;
+
+/// The tool schema every driver is given (versioned; the version goes into session records).
+pub const TOOLS_JSON: &str = include_str!("../../../prompts/tools.v2.json");
+
+/// A decoded tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolCall {
+    Observe,
+    Act(Batch),
+    Done { success: bool, summary: String },
+}
+
+impl ToolCall {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ToolCall::Observe => "observe",
+            ToolCall::Act(_) => "act",
+            ToolCall::Done { .. } => "done",
+        }
+    }
+}
+
+/// Decode a tool call by name and JSON arguments. Every failure is an error value that can be
+/// returned to the model as the tool's result, never a panic.
+pub fn decode(name: &str, args: &Value) -> Result<ToolCall, ParseError> {
+    let err = |m: String| ParseError {
+        action: None,
+        message: m,
+    };
+    match name {
+        "observe" => Ok(ToolCall::Observe),
+        "act" => batch_from_value(args).map(ToolCall::Act),
+        "done" => {
+            let success = args
+                .get("success")
+                .and_then(Value::as_bool)
+                .ok_or_else(|| err("`done` needs `success` (true or false)".into()))?;
+            let summary = args
+                .get("summary")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            Ok(ToolCall::Done { success, summary })
+        }
+        other => Err(err(format!("unknown tool {other:?} (observe, act, done)"))),
+    }
+}
+
+/// An observation as a driver sees it: target boxes in the pixels of the model picture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObservationView {
+    pub id: String,
+    /// WM_CLASS of the focused window.
+    pub app: Option<String>,
+    /// The focused window's title as the X server has it (not read by OCR).
+    pub title: Option<String>,
+    pub picture: (u32, u32),
+    /// Boxes in model-picture pixels; ids as in the observation.
+    pub targets: Vec<Target>,
+    /// The targets in capture pixels (what the offline planner binds labels against).
+    pub capture_targets: Vec<Target>,
+    /// The annotated picture (numbered boxes) as JPEG, only when the desk was asked for
+    /// pictures (a model whose deployment is measured to use them).
+    pub jpeg: Option<std::sync::Arc<Vec<u8>>>,
+}
+
+/// What the act tool did with a batch, as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActStatus {
+    /// Every action ran (whether the expectation held is the verdict's business).
+    Ran,
+    /// Observe mode: checked and recorded, nothing touched.
+    Recorded,
+    /// A rail refused the batch; nothing ran.
+    Refused,
+    /// It needed a yes and none was given; nothing ran.
+    Declined,
+    /// The stop latch cut it (emergency stop, signal, stop request).
+    Stopped,
+    /// An action could not be performed (an input error).
+    Failed,
+}
+
+impl ActStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActStatus::Ran => "ran",
+            ActStatus::Recorded => "recorded",
+            ActStatus::Refused => "refused",
+            ActStatus::Declined => "declined",
+            ActStatus::Stopped => "stopped",
+            ActStatus::Failed => "failed",
+        }
+    }
+}
+
+/// What happened to one action of a batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActionOutcome {
+    pub index: usize,
+    pub action: &'static str,
+    /// The resolved step ("click at (130, 108)"), when the rails got that far.
+    pub step: Option<String>,
+    /// done | stopped | failed | skipped (after a failure) | would-run | not-run
+    pub outcome: &'static str,
+    pub error: Option<String>,
+    pub ms: f64,
+}
+
+/// The act tool's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActResult {
+    /// The observation the batch was checked against.
+    pub observation_id: String,
+    pub app: Option<String>,
+    pub status: ActStatus,
+    pub refusal: Option<Refusal>,
+    pub actions: Vec<ActionOutcome>,
+    /// Unverified unless the batch ran and named an expectation.
+    pub verdict: Verdict,
+    /// Did the screen change at all after the batch?
+    pub changed: bool,
+    /// Texts on screen afterwards that the screen before the batch did not have.
+    pub appeared: Vec<String>,
+    /// Windows, menus or dialogs that opened during the batch, in words.
+    pub opened: Vec<String>,
+    /// Whether the same batch may safely run again should it change nothing (it types, presses
+    /// Enter or clicks a send/save button: no).
+    pub repeatable: bool,
+    /// The step's number in the session record, when one was recorded.
+    pub step: Option<usize>,
+    /// The screen afterwards: the observation the next batch must name.
+    pub after: Option<ObservationView>,
+}
+
+/// Why a call failed as a whole (not a refusal: those are act results).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The call itself is unusable (bad arguments, act before any observe).
+    BadCall,
+    /// The screen could not be captured or perceived.
+    Capture,
+    /// The session record could not be written.
+    Record,
+    /// The session has ended or was stopped.
+    Ended,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::BadCall => "bad-call",
+            ErrorKind::Capture => "capture",
+            ErrorKind::Record => "record",
+            ErrorKind::Ended => "ended",
+        }
+    }
+}
+
+/// What a tool call returned. Every failure is one of these, never a panic.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolResult {
+    Observation(ObservationView),
+    Act(Box<ActResult>),
+    Ended { status: Status, summary: String },
+    Error { kind: ErrorKind, message: String },
+}
+
+impl ToolResult {
+    pub fn error(kind: ErrorKind, message: impl Into<String>) -> ToolResult {
+        ToolResult::Error {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The latest observation this result carries (an observe, or the screen after an act).
+    pub fn observation(&self) -> Option<&ObservationView> {
+        match self {
+            ToolResult::Observation(o) => Some(o),
+            ToolResult::Act(a) => a.after.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The result as the model reads it: compact, stable keys, absent rather than null.
+    pub fn to_json(&self) -> Value {
+        match self {
+            ToolResult::Observation(o) => observation_json(o),
+            ToolResult::Act(a) => a.to_json(),
+            ToolResult::Ended { status, summary } => {
+                json!({"ended": status_name(*status), "summary": summary})
+            }
+            ToolResult::Error { kind, message } => {
+                json!({"error": kind.as_str(), "message": message})
+            }
+        }
+    }
+}
+
+fn status_name(s: Status) -> &'static str {
+    match s {
+        Status::Running => "running",
+        Status::Done => "done",
+        Status::Failed => "failed",
+        Status::Aborted => "aborted",
+        Status::Stopped => "stopped",
+    }
+}
+
+/// `{"observation_id", "app", "picture": [w, h], "targets": [{"id", "text", "box": [x, y, w, h], "new"}]}`
+pub fn observation_json(o: &ObservationView) -> Value {
+    let targets: Vec<Value> = o
+        .targets
+        .iter()
+        .map(|t| {
+            let mut v = json!({"id": t.id, "text": t.text, "box": [t.rect.x, t.rect.y, t.rect.w, t.rect.h]});
+            if t.new {
+                v["new"] = Value::Bool(true);
+            }
+            v
+        })
+        .collect();
+    let mut v =
+        json!({"observation_id": o.id, "picture": [o.picture.0, o.picture.1], "targets": targets});
+    if let Some(app) = &o.app {
+        v["app"] = Value::from(app.as_str());
+    }
+    if let Some(title) = o.title.as_deref().filter(|t| !t.is_empty()) {
+        v["title"] = Value::from(title);
+    }
+    v
+}
+
+impl ActResult {
+    pub fn to_json(&self) -> Value {
+        let actions: Vec<Value> = self
+            .actions
+            .iter()
+            .map(|a| {
+                let mut v =
+                    json!({"index": a.index, "action": a.action, "outcome": a.outcome, "ms": a.ms});
+                if let Some(s) = &a.step {
+                    v["step"] = Value::from(s.as_str());
+                }
+                if let Some(e) = &a.error {
+                    v["error"] = Value::from(e.as_str());
+                }
+                v
+            })
+            .collect();
+        let mut v = json!({
+            "observation_id": self.observation_id,
+            "status": self.status.as_str(),
+            "actions": actions,
+        });
+        if let Some(app) = &self.app {
+            v["app"] = Value::from(app.as_str());
+        }
+        if let (ActStatus::Stopped, Some(r)) = (self.status, &self.refusal) {
+            v["stopped"] = Value::from(r.message.as_str());
+        } else if let Some(r) = &self.refusal {
+            let mut rv = json!({"rule": r.rule, "message": r.message});
+            if let Some(n) = r.action {
+                rv["action"] = Value::from(n);
+            }
+            v["refusal"] = rv;
+        }
+        if matches!(self.status, ActStatus::Ran | ActStatus::Failed) {
+            let mut ver = json!({"verdict": self.verdict.name(), "screen_changed": self.changed});
+            if let Some(d) = self.verdict.detail() {
+                ver["detail"] = Value::from(d);
+            }
+            if !self.appeared.is_empty() {
+                ver["appeared"] = Value::from(self.appeared.clone());
+            }
+            if !self.opened.is_empty() {
+                ver["opened"] = Value::from(self.opened.clone());
+            }
+            ver["repeatable"] = Value::Bool(self.repeatable);
+            v["verification"] = ver;
+        }
+        if let Some(o) = &self.after {
+            v["observation"] = observation_json(o);
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use voxdesk_core::geometry::Rect;
+
+    #[test]
+    fn schema_is_valid_json_with_the_three_tools() {
+        let v: Value = serde_json::from_str(TOOLS_JSON).unwrap();
+        let names: Vec<&str> = v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["observe", "act", "done"]);
+        assert_eq!(v["version"], "tools.v2");
+    }
+
+    #[test]
+    fn decoding() {
+        assert_eq!(decode("observe", &Value::Null), Ok(ToolCall::Observe));
+        assert!(matches!(
+            decode(
+                "act",
+                &serde_json::json!({"actions":[{"action":"wait","ms":5}]})
+            ),
+            Ok(ToolCall::Act(_))
+        ));
+        assert_eq!(
+            decode("done", &serde_json::json!({"success":true,"summary":"ok"})),
+            Ok(ToolCall::Done {
+                success: true,
+                summary: "ok".into()
+            })
+        );
+        assert!(decode("done", &serde_json::json!({})).is_err());
+        assert!(decode("rm_rf", &Value::Null).is_err());
+        assert!(decode("act", &serde_json::json!({"actions":"all"}))
+            .unwrap_err()
+            .to_string()
+            .contains("`actions` must be an array"));
+    }
+
+    fn view() -> ObservationView {
+        let t = Target {
+            id: 3,
+            text: "Save".into(),
+            rect: Rect::new(10, 20, 30, 12),
+            conf: 0.91,
+            new: true,
+        };
+        ObservationView {
+            id: "s-2".into(),
+            app: Some("XCalc".into()),
+            title: None,
+            picture: (1280, 720),
+            targets: vec![t.clone()],
+            capture_targets: vec![t],
+            jpeg: None,
+        }
+    }
+
+    #[test]
+    fn results_are_compact_stable_json() {
+        let o = ToolResult::Observation(view()).to_json();
+        assert_eq!(
+            o.to_string(),
+            r#"{"observation_id":"s-2","picture":[1280,720],"targets":[{"id":3,"text":"Save","box":[10,20,30,12],"new":true}],"app":"XCalc"}"#
+        );
+        let refused = ActResult {
+            observation_id: "s-1".into(),
+            app: None,
+            status: ActStatus::Refused,
+            refusal: Some(Refusal {
+                rule: "stale-observation",
+                action: None,
+                message: "observe again".into(),
+            }),
+            actions: vec![ActionOutcome {
+                index: 1,
+                action: "click",
+                step: None,
+                outcome: "not-run",
+                error: None,
+                ms: 0.0,
+            }],
+            verdict: Verdict::Unverified,
+            changed: false,
+            appeared: vec![],
+            opened: vec![],
+            repeatable: false,
+            step: None,
+            after: None,
+        };
+        let v = ToolResult::Act(Box::new(refused.clone())).to_json();
+        assert_eq!(v["status"], "refused");
+        assert_eq!(v["refusal"]["rule"], "stale-observation");
+        assert!(
+            v.get("verification").is_none(),
+            "nothing ran, nothing judged"
+        );
+        assert!(!v.to_string().contains("null"), "absent, never null: {v}");
+        let ran = ActResult {
+            status: ActStatus::Ran,
+            refusal: None,
+            verdict: Verdict::Verified("\"12\" appeared".into()),
+            changed: true,
+            after: Some(view()),
+            ..refused
+        };
+        let v = ToolResult::Act(Box::new(ran.clone())).to_json();
+        assert_eq!(v["verification"]["verdict"], "verified");
+        assert_eq!(v["verification"]["detail"], "\"12\" appeared");
+        assert_eq!(v["verification"]["repeatable"], false);
+        assert!(v["verification"].get("opened").is_none());
+        // What a model reads when it must not simply do it again.
+        let unsure = ActResult {
+            verdict: Verdict::Unconfirmed("\"Buy milk\" did not appear".into()),
+            opened: vec!["a menu or popup at (10, 20), 200x300".into()],
+            ..ran
+        };
+        let v = ToolResult::Act(Box::new(unsure)).to_json();
+        assert_eq!(v["verification"]["verdict"], "unconfirmed");
+        assert_eq!(
+            v["verification"]["opened"][0],
+            "a menu or popup at (10, 20), 200x300"
+        );
+        assert_eq!(v["observation"]["observation_id"], "s-2");
+        let e = ToolResult::error(ErrorKind::Capture, "the display went away").to_json();
+        assert_eq!(
+            e,
+            json!({"error":"capture","message":"the display went away"})
+        );
+    }
+}

@@ -1,0 +1,234 @@
+//! Perception: turns frames into numbered, labelled targets, incrementally (only changed tiles are re-read) and with ids that stay stable across observations.
+//!
+//! Layout: `lines` finds label boxes in pixels, `recognize` reads them with the `engine` pool,
+//! `tiles` decides what changed, `tracker` keeps ids stable. [`Perceiver`] owns the engines, the
+//! strip cache and the previous frame, and is the only entry point.
+//!
+//! Perception sits on the core alone: it can name `voxdesk_core`, never the screen, the rails or
+//! anything above (Cargo refuses the `use`):
+//! ```
+//! use voxdesk_core::geometry::Rect;
+//! ```
+//! ```compile_fail
+//! use voxdesk_screen::capture::Capturer;
+//! ```
+
+pub mod consensus;
+pub mod engine;
+pub mod label;
+pub mod lines;
+pub mod mono;
+pub mod recognize;
+pub mod tiles;
+pub mod tracker;
+
+use std::time::Instant;
+
+pub use engine::EngineError;
+use engine::EnginePool;
+use label::Label;
+use recognize::StripCache;
+pub use tracker::Target;
+use tracker::Tracker;
+use voxdesk_core::geometry::Rect;
+
+/// Where the time of one perception went, in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Timings {
+    pub diff_ms: f64,
+    pub detect_ms: f64,
+    pub ocr_ms: f64,
+    pub total_ms: f64,
+}
+
+/// The result of one perception pass.
+#[derive(Debug, Clone)]
+pub struct Perception {
+    pub width: u32,
+    pub height: u32,
+    pub targets: Vec<Target>,
+    pub timings: Timings,
+    /// Tiles that differed from the previous frame (all of them on a full pass).
+    pub changed_tiles: usize,
+    pub total_tiles: usize,
+    /// Label strips that had to go to Tesseract (the rest came from the cache).
+    pub strips_read: usize,
+    pub full: bool,
+}
+
+impl Perception {
+    /// True when nothing on screen changed since the previous frame.
+    pub fn unchanged(&self) -> bool {
+        !self.full && self.changed_tiles == 0
+    }
+}
+
+/// Owns OCR engines, the strip cache, the last frame and the id tracker.
+pub struct Perceiver {
+    pool: EnginePool,
+    cache: StripCache,
+    tracker: Tracker,
+    prev: Option<(u32, u32, Vec<u8>)>,
+    labels: Vec<Label>,
+    targets: Vec<Target>,
+}
+
+impl Perceiver {
+    /// Start `workers` OCR engines (one per worker thread).
+    pub fn new(workers: usize) -> Result<Perceiver, EngineError> {
+        Ok(Perceiver {
+            pool: EnginePool::new(workers)?,
+            cache: StripCache::default(),
+            tracker: Tracker::new(),
+            prev: None,
+            labels: Vec::new(),
+            targets: Vec::new(),
+        })
+    }
+
+    /// Forget cached strips (a "cold" pass reads everything again).
+    pub fn clear_cache(&mut self) {
+        self.cache.clear();
+    }
+
+    /// The targets of the last perception.
+    pub fn targets(&self) -> &[Target] {
+        &self.targets
+    }
+
+    /// Perceive an RGBA frame. `full` forces a complete pass; otherwise only tiles that changed
+    /// since the previous frame are re-read.
+    pub fn perceive(
+        &mut self,
+        rgba: &[u8],
+        width: u32,
+        height: u32,
+        full: bool,
+    ) -> Result<Perception, EngineError> {
+        if rgba.len() != width as usize * height as usize * 4 || width == 0 || height == 0 {
+            return Err(EngineError::Image(format!(
+                "frame buffer of {} bytes does not match {width}x{height} RGBA",
+                rgba.len()
+            )));
+        }
+        let t0 = Instant::now();
+        let frame_rect = Rect::new(0, 0, width as i32, height as i32);
+        let total_tiles = (width.div_ceil(tiles::TILE) * height.div_ceil(tiles::TILE)) as usize;
+        let same_size = matches!(&self.prev, Some((w, h, _)) if *w == width && *h == height);
+        let full = full || !same_size;
+        let dirty: Vec<Rect> = match (&self.prev, full) {
+            (Some((_, _, prev)), false) => tiles::changed_tiles(prev, rgba, width, height),
+            _ => vec![frame_rect],
+        };
+        let t_diff = Instant::now();
+        let changed_tiles = if full { total_tiles } else { dirty.len() };
+
+        let mut timings = Timings {
+            diff_ms: ms(t0, t_diff),
+            ..Default::default()
+        };
+        let mut strips_read = 0;
+        if !dirty.is_empty() {
+            let regions = if full {
+                vec![frame_rect]
+            } else {
+                tiles::bands(&dirty, width, height)
+            };
+            let mut lines = Vec::new();
+            for r in regions {
+                lines.extend(lines::find_lines(rgba, width, height, r));
+            }
+            lines.retain(|l| tiles::touches(&l.rect, &dirty));
+            let t_detect = Instant::now();
+            timings.detect_ms = ms(t_diff, t_detect);
+            let (fresh, n) =
+                recognize::recognise(rgba, width, height, &lines, &self.pool, &mut self.cache)?;
+            strips_read = n;
+            timings.ocr_ms = ms(t_detect, Instant::now());
+            self.labels = if full {
+                fresh
+            } else {
+                tiles::merge(&self.labels, fresh, &dirty, |l| l.rect)
+            };
+            self.targets = self.tracker.assign(&self.targets, self.labels.clone());
+        } else {
+            // Nothing changed: same targets, none of them new any more.
+            for t in &mut self.targets {
+                t.new = false;
+            }
+        }
+        match &mut self.prev {
+            Some((w, h, buf)) if *w == width && *h == height => buf.copy_from_slice(rgba),
+            _ => self.prev = Some((width, height, rgba.to_vec())),
+        }
+        timings.total_ms = ms(t0, Instant::now());
+        Ok(Perception {
+            width,
+            height,
+            targets: self.targets.clone(),
+            timings,
+            changed_tiles,
+            total_tiles,
+            strips_read,
+            full,
+        })
+    }
+}
+
+impl Perceiver {
+    /// Read one region of a frame as a single line of text, whatever the label boxes found in
+    /// it: where typed text went, when the targets do not show it (text glued to a caret, a
+    /// value in an input). Every word is kept, doubtful ones too: the caller compares the line
+    /// with the text it expects, it does not take it as a label.
+    pub fn read_line(
+        &self,
+        rgba: &[u8],
+        width: u32,
+        height: u32,
+        rect: Rect,
+    ) -> Result<String, EngineError> {
+        let frame = Rect::new(0, 0, width as i32, height as i32);
+        if rgba.len() != width as usize * height as usize * 4 || !rect.intersects(&frame) {
+            return Err(EngineError::Image(format!(
+                "no region {rect:?} in a {width}x{height} frame"
+            )));
+        }
+        // Only the region's own pixels: a window border beside it is not a letter.
+        let r = rect.intersection(&frame);
+        let row = width as usize * 4;
+        let mut own = Vec::with_capacity(r.w as usize * r.h as usize * 4);
+        for y in r.y..r.bottom() {
+            let at = y as usize * row + r.x as usize * 4;
+            own.extend_from_slice(&rgba[at..at + r.w as usize * 4]);
+        }
+        let line = lines::LineBox {
+            rect: Rect::new(0, 0, r.w, r.h),
+            text_h: (r.h * 3 / 4).max(6),
+            glyph: None,
+            mono: false,
+        };
+        let strip = recognize::make_strip(&own, r.w as u32, r.h as u32, &line);
+        let g = &strip.gray;
+        if let Some(dir) = std::env::var_os("VOXDESK_DEBUG_DIR") {
+            // Developer aid: the exact image Tesseract reads.
+            static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let _ = g.save(
+                std::path::Path::new(&dir).join(format!("line-{n:04}-{}-{}.png", rect.x, rect.y)),
+            );
+        }
+        let words = self
+            .pool
+            .with(0, |e| e.read_gray(g.as_raw(), g.width(), g.height()))?;
+        Ok(words
+            .iter()
+            .filter(|w| !w.text.trim().is_empty())
+            .map(|w| w.text.trim())
+            .collect::<Vec<_>>()
+            .join(" "))
+    }
+}
+
+fn ms(a: Instant, b: Instant) -> f64 {
+    (b - a).as_secs_f64() * 1000.0
+}

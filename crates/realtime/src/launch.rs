@@ -1,0 +1,129 @@
+//! What `run` and `listen` share for a realtime model: the session's spec from flags, environment and config (one line naming the fix when something is missing), and the microphone streaming into the session.
+
+use crate::driver::{Spec, SpecError};
+use crate::endpoint::Provider;
+use crate::session::{Down, Session};
+use voxdesk_core::config::Loaded;
+use voxdesk_voice::mic::{self, Mic, MicError};
+
+/// The model's frames are this long (both providers take 20–100 ms; short keeps latency low).
+pub const FRAME_MS: u32 = 20;
+
+/// The model: the flag, else the config's `realtime.<provider>_model` (never a default).
+pub fn model(loaded: &Loaded, provider: &str, flag: Option<&str>) -> Option<String> {
+    let rt = &loaded.settings.realtime;
+    flag.map(str::to_string).or_else(|| match provider {
+        "gemini" => rt.gemini_model.clone(),
+        "openai" => rt.openai_model.clone(),
+        _ => None,
+    })
+}
+
+/// The spec for `provider`/`model`: the user's profiles in the config dir's `models/` first.
+pub fn spec(
+    loaded: &Loaded,
+    provider: &str,
+    model: &str,
+    endpoint: Option<&str>,
+) -> Result<Spec, SpecError> {
+    let p = match provider {
+        "gemini" => Provider::Gemini,
+        _ => Provider::OpenAi,
+    };
+    let rt = &loaded.settings.realtime;
+    let config_url = match p {
+        Provider::Gemini => rt.gemini_url.as_deref(),
+        Provider::OpenAi => rt.openai_url.as_deref(),
+    };
+    let user_models =
+        voxdesk_core::config::default_path().and_then(|c| c.parent().map(|d| d.join("models")));
+    let cache = capability_dir();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut spec = Spec::resolve(
+        p,
+        model,
+        endpoint,
+        |k| std::env::var(k).ok(),
+        config_url,
+        user_models.as_deref(),
+        cache.as_deref().map(|d| (d, now)),
+        match p {
+            Provider::Gemini => rt.gemini_version.as_deref(),
+            Provider::OpenAi => None,
+        },
+    )?;
+    spec.stop_words = rt.stop_words.clone();
+    // A test knob: how long an unreachable model is retried.
+    spec.give_up_after = std::env::var("VOXDESK_REALTIME_GIVE_UP_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(std::time::Duration::from_millis);
+    Ok(spec)
+}
+
+/// Where `voxdesk probe` caches what it measured (`$XDG_CACHE_HOME/voxdesk/capability`).
+pub fn capability_dir() -> Option<std::path::PathBuf> {
+    directories::ProjectDirs::from("", "", "voxdesk").map(|d| d.cache_dir().join("capability"))
+}
+
+/// Pictures for this deployment: only when its capability record says it uses them, at its
+/// JPEG quality, never larger than the 1280x720 picture the targets' boxes are measured in.
+pub fn pictures(spec: &Spec) -> Option<voxdesk_screen::picture::PictureConfig> {
+    let p = &spec.profile;
+    p.sends_pictures()
+        .then(|| voxdesk_screen::picture::PictureConfig {
+            quality: p.image.jpeg_quality.clamp(10, 100),
+            ..Default::default()
+        })
+}
+
+/// The default microphone (or `VOXDESK_MIC`), streaming `FRAME_MS` frames at `rate` into the
+/// session, and to the local listener when there is one; a full queue drops the frame
+/// (counted), never blocks the mic.
+pub fn mic(session: &Session, rate: u32, listener: Option<mic::Tap>) -> Result<Mic, MicError> {
+    let Some(tx) = session.audio_in() else {
+        return Err(MicError::Open("the session has ended".into()));
+    };
+    let device = std::env::var("VOXDESK_MIC").ok().filter(|d| !d.is_empty());
+    let mut taps = vec![mic::Tap {
+        rate,
+        frame_ms: FRAME_MS,
+        sink: Box::new(move |f| tx.try_send(Down::Audio(f.pcm)).is_ok()),
+    }];
+    taps.extend(listener);
+    Mic::start_taps(device.as_deref(), taps)
+}
+
+/// The local listener beside a realtime model: barge-in on voxdesk's own voice (the model's
+/// speech included) without waiting for the server, and the stop words recognised offline.
+/// Without the offline recogniser it still does barge-in (one warning).
+pub fn listener(
+    session: &Session,
+    stop_words: &[String],
+    barge: Option<voxdesk_voice::narrate::Barge>,
+    latch: std::sync::Arc<voxdesk_input::stop::StopLatch>,
+) -> Option<voxdesk_voice::listen::Listener> {
+    use voxdesk_voice::grammar::Mode;
+    use voxdesk_voice::listen::{Listener, Spec};
+    let tell = session.audio_in()?;
+    let on_interrupt = move || {
+        let _ = tell.try_send(Down::Interrupted);
+    };
+    let start = |recognise: bool| {
+        Listener::start(
+            Spec::new(stop_words.to_vec(), recognise, Mode::StopOnly),
+            barge.clone(),
+            latch.clone(),
+            Some(Box::new(on_interrupt.clone())),
+        )
+    };
+    match start(true) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::warn!("no offline stop words ({e}); barge-in only");
+            start(false).ok()
+        }
+    }
+}

@@ -1,0 +1,724 @@
+//! The listener: its own thread on the microphone's 16 kHz frames (never in the audio callback) that runs the voice-activity detector, pauses, resumes or interrupts voxdesk's voice when the person speaks over it, cuts utterances, recognises them offline against the grammar of what is on screen, and halts the session at a stop word without waiting for anyone.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::acoustic::{self, Recognizers};
+use super::denoise::Denoiser;
+use super::echo::{self, EchoPath};
+use super::floor::{self, Floor, Tuning};
+use super::grammar::{self, Heard, Mode};
+use super::mic::{self, Frame};
+use super::narrate::{Barge, Cue};
+use voxdesk_input::stop::{Cause, StopLatch};
+
+/// The detector's rate and frame (earshot takes 256 samples at 16 kHz).
+pub const RATE: u32 = 16_000;
+const FRAME: usize = 256;
+/// Audio kept from before an utterance was noticed.
+const PREROLL_FRAMES: usize = 20;
+/// A hypothesis whose words score this far below a free loop of phones, per frame, was forced
+/// into the grammar: not understood (`Hypothesis::confidence`). Measured with
+/// `voxdesk bench voice --part accuracy` and `tests/it/voice.rs`: commands heard right score
+/// -1 to -36 (median -17, 5th percentile -31); free speech mostly falls into the grammar's
+/// filler words, and what is forced into a command scores -20 to -58 (over the sound card:
+/// "what is the weather like today" -37, "please tell me a joke…" -36). A trade: a few
+/// commands said badly are refused rather than anything forced into one.
+pub const REJECT_BELOW: f64 = -32.0;
+/// `type WORDS` needs a surer hearing: typing free words is the riskiest thing a voice can ask
+/// for, and its open word list is what noise and other speech fall into. Measured
+/// (`voxdesk bench voice --part accuracy`): "type hello world" said clearly scores -7 to -12;
+/// pink noise and out-of-grammar sentences forced into `type …` score -16 to -37, most below -20.
+pub const TYPE_REJECT_BELOW: f64 = -20.0;
+/// The noise-adapted model explains noise better, so what it forces scores higher: its
+/// commands need -25 and its `type` -15. Measured (`voxdesk bench voice --part accuracy`,
+/// pink noise 10 dB below the speech): commands heard right by it score -3 to -22 (most
+/// above -20); what it forced into `type …` -15 to -40, into other commands -20 to -45.
+/// A stop word keeps the lenient bar: a stop missed is worse than one heard by mistake.
+pub const NOISY_LIMITS: Limits = Limits {
+    command: -25.0,
+    typing: -15.0,
+    stop: REJECT_BELOW,
+};
+
+/// How sure a hypothesis must be (its confidence per frame) to be acted on, by what it asks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    pub command: f64,
+    pub typing: f64,
+    pub stop: f64,
+}
+
+impl Limits {
+    /// The stock model's, with `command` as the threshold for commands (typing needs at least
+    /// `TYPE_REJECT_BELOW`, and a stop no more than a command).
+    pub fn stock(command: f64) -> Limits {
+        Limits {
+            command,
+            typing: command.max(TYPE_REJECT_BELOW),
+            stop: command,
+        }
+    }
+
+    pub fn of(model: acoustic::Model, reject_below: f64) -> Limits {
+        match model {
+            acoustic::Model::Stock => Limits::stock(reject_below),
+            acoustic::Model::Noisy => NOISY_LIMITS,
+        }
+    }
+}
+
+pub struct Spec {
+    /// Words that halt the session (configurable; "stop" and "cancel" by default).
+    pub stop_words: Vec<String>,
+    /// Recognise speech offline (otherwise only barge-in).
+    pub recognise: bool,
+    pub mode: Mode,
+    /// Listen only while this is set (push-to-talk); `None`: always.
+    pub push_to_talk: Option<Arc<AtomicBool>>,
+    pub tuning: Tuning,
+    pub reject_below: f64,
+    /// Clean the microphone's frames of steady noise before the recogniser hears them.
+    pub denoise: bool,
+}
+
+impl Spec {
+    pub fn new(stop_words: Vec<String>, recognise: bool, mode: Mode) -> Spec {
+        Spec {
+            stop_words,
+            recognise,
+            mode,
+            push_to_talk: None,
+            tuning: Tuning::default(),
+            // A knob for measuring the threshold (`voxdesk bench voice`), not a setting.
+            reject_below: std::env::var("VOXDESK_REJECT_BELOW")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(REJECT_BELOW),
+            // A knob for measuring what cleaning brings (`VOXDESK_DENOISE=0`), not a setting.
+            denoise: std::env::var("VOXDESK_DENOISE").map_or(true, |v| v != "0"),
+        }
+    }
+}
+
+/// What the listener tells its owner.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Note {
+    /// Someone started speaking (a moment to read the screen for the grammar).
+    Started,
+    /// An utterance understood: its words, what they mean, and when the speech ended.
+    Heard {
+        text: String,
+        meaning: Heard,
+        per_frame: f64,
+        ended: Instant,
+    },
+    /// Speech that fits nothing that can be said here.
+    NotUnderstood {
+        text: String,
+        per_frame: f64,
+    },
+    /// The voice was paused because someone spoke over it; resumed (a false alarm); dropped.
+    Paused,
+    Resumed,
+    Interrupted {
+        at: Instant,
+    },
+    /// The microphone's state changed (sleep and wake, push-to-talk).
+    Listening(bool),
+}
+
+enum Ctl {
+    Labels(Vec<String>),
+    Mode(Mode),
+    Latch(Arc<StopLatch>),
+}
+
+/// Counters, read at any time.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub frames: AtomicU64,
+    pub utterances: AtomicU64,
+    pub pauses: AtomicU64,
+    pub false_alarms: AtomicU64,
+    pub interruptions: AtomicU64,
+    /// Utterances whose words the noise-adapted model gave.
+    pub heard_in_noise: AtomicU64,
+    /// Microseconds spent on the detector and the floor (not recognising).
+    pub detect_us: AtomicU64,
+    /// Microseconds spent cleaning frames of noise.
+    pub denoise_us: AtomicU64,
+}
+
+pub struct Listener {
+    ctl: mpsc::Sender<Ctl>,
+    notes: Mutex<mpsc::Receiver<Note>>,
+    frames: mpsc::SyncSender<Frame>,
+    thread: Option<JoinHandle<()>>,
+    pub stats: Arc<Stats>,
+}
+
+impl Listener {
+    /// Start the listener. `barge`: voxdesk's voice, paused and interrupted when the person
+    /// speaks over it. `on_interrupt`: also told (a realtime session fences the model's audio
+    /// and tells the server what was heard).
+    pub fn start(
+        spec: Spec,
+        barge: Option<Barge>,
+        latch: Arc<StopLatch>,
+        on_interrupt: Option<Box<dyn FnMut() + Send>>,
+    ) -> anyhow::Result<Listener> {
+        let recognizer = if spec.recognise {
+            Some(Recognizers::new()?)
+        } else {
+            None
+        };
+        // Only the recogniser hears cleaned frames: without one, cleaning would be wasted. A
+        // cleaner that cannot start leaves the listener hearing the room as it is.
+        let denoiser = if spec.denoise && recognizer.is_some() {
+            Denoiser::new(floor::FRAME_MS)
+                .map_err(|e| tracing::warn!("listener: frames not cleaned of noise: {e}"))
+                .ok()
+        } else {
+            None
+        };
+        let (ctl, ctl_rx) = mpsc::channel();
+        let (note_tx, notes) = mpsc::channel();
+        let (frames, frames_rx) = mpsc::sync_channel::<Frame>(256);
+        let stats = Arc::new(Stats::default());
+        let st = stats.clone();
+        let thread = std::thread::Builder::new()
+            .name("voxdesk-listen".into())
+            .spawn(move || {
+                let mut w = Worker {
+                    vad: earshot::Detector::default_boxed(),
+                    denoiser,
+                    floor: Floor::new(spec.tuning.clone()),
+                    echo: EchoPath::default(),
+                    recognizer,
+                    grammar: None,
+                    labels: Vec::new(),
+                    mode: spec.mode,
+                    asleep: false,
+                    ptt_was: None,
+                    stop_words: spec.stop_words,
+                    reject_below: spec.reject_below,
+                    barge,
+                    latch,
+                    on_interrupt,
+                    notes: note_tx,
+                    preroll: VecDeque::with_capacity(PREROLL_FRAMES),
+                    utterance: None,
+                    stats: st,
+                    push_to_talk: spec.push_to_talk,
+                };
+                w.rebuild();
+                w.run(frames_rx, ctl_rx);
+            })?;
+        Ok(Listener {
+            ctl,
+            notes: Mutex::new(notes),
+            frames,
+            thread: Some(thread),
+            stats,
+        })
+    }
+
+    /// The next note, waiting at most `within`.
+    pub fn next(&self, within: Duration) -> Option<Note> {
+        let rx = self.notes.lock().unwrap_or_else(|p| p.into_inner());
+        rx.recv_timeout(within).ok()
+    }
+
+    /// The microphone's tap for this listener: 16 ms frames at 16 kHz.
+    pub fn mic_tap(&self) -> mic::Tap {
+        let tx = self.frames.clone();
+        mic::Tap {
+            rate: RATE,
+            frame_ms: floor::FRAME_MS,
+            sink: Box::new(move |f| tx.try_send(f).is_ok()),
+        }
+    }
+
+    /// Feed one frame by hand (benchmarks and tests of recorded speech), waiting for room.
+    pub fn feed(&self, f: Frame) -> bool {
+        self.frames.send(f).is_ok()
+    }
+
+    /// The labels on screen now: the grammar's slots.
+    pub fn set_labels(&self, labels: Vec<String>) {
+        let _ = self.ctl.send(Ctl::Labels(labels));
+    }
+    pub fn set_mode(&self, m: Mode) {
+        let _ = self.ctl.send(Ctl::Mode(m));
+    }
+    /// The latch a stop word sets from now on (a new task's).
+    pub fn set_latch(&self, l: Arc<StopLatch>) {
+        let _ = self.ctl.send(Ctl::Latch(l));
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        // The thread ends when every frame sender is gone; the mic holds one, so a closed
+        // control channel also ends it.
+        let (tx, _) = mpsc::channel();
+        self.ctl = tx;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+struct Worker {
+    vad: Box<earshot::Detector>,
+    denoiser: Option<Denoiser>,
+    floor: Floor,
+    echo: EchoPath,
+    recognizer: Option<Recognizers>,
+    grammar: Option<grammar::Grammar>,
+    labels: Vec<String>,
+    mode: Mode,
+    asleep: bool,
+    ptt_was: Option<bool>,
+    stop_words: Vec<String>,
+    reject_below: f64,
+    barge: Option<Barge>,
+    latch: Arc<StopLatch>,
+    on_interrupt: Option<Box<dyn FnMut() + Send>>,
+    notes: mpsc::Sender<Note>,
+    preroll: VecDeque<Vec<i16>>,
+    utterance: Option<Vec<i16>>,
+    stats: Arc<Stats>,
+    push_to_talk: Option<Arc<AtomicBool>>,
+}
+
+impl Worker {
+    fn run(&mut self, frames: mpsc::Receiver<Frame>, ctl: mpsc::Receiver<Ctl>) {
+        loop {
+            loop {
+                match ctl.try_recv() {
+                    Ok(Ctl::Labels(l)) => {
+                        if l != self.labels {
+                            self.labels = l;
+                            self.rebuild();
+                        }
+                    }
+                    Ok(Ctl::Mode(m)) => {
+                        if m != self.mode {
+                            self.mode = m;
+                            self.rebuild();
+                        }
+                    }
+                    Ok(Ctl::Latch(l)) => self.latch = l,
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => return,
+                }
+            }
+            match frames.recv_timeout(Duration::from_millis(50)) {
+                Ok(f) => self.frame(f),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
+    fn mode_now(&self) -> Mode {
+        if self.asleep && self.mode == Mode::Commands {
+            Mode::Asleep
+        } else {
+            self.mode
+        }
+    }
+
+    fn rebuild(&mut self) {
+        let mode = self.mode_now();
+        let Some(r) = &mut self.recognizer else {
+            return;
+        };
+        let g = grammar::build(&self.labels, &self.stop_words, mode);
+        let t = Instant::now();
+        let was_open = r.is_open();
+        match r.set_grammar(&g.jsgf, &g.words) {
+            Ok(()) => {
+                // Speech under way is decoded again against the new grammar.
+                if was_open && !r.is_open() {
+                    if let Some(u) = &self.utterance {
+                        if r.begin() {
+                            r.feed(u);
+                        }
+                    }
+                }
+                tracing::debug!(
+                    "listener: grammar of {} words set in {:.1} ms",
+                    g.words.len(),
+                    t.elapsed().as_secs_f64() * 1000.0
+                );
+                self.grammar = Some(g);
+            }
+            Err(e) => tracing::warn!("listener: {e}"),
+        }
+    }
+
+    fn frame(&mut self, f: Frame) {
+        if f.pcm.len() != FRAME {
+            return;
+        }
+        self.stats.frames.fetch_add(1, Ordering::Relaxed);
+        // The recogniser hears the frames cleaned of noise; the detector and the floor hear them
+        // as they are: cleaning takes ~50 ms, which barge-in and the end of an utterance must
+        // not wait for (measured: barge-in 59 → 110 ms median when the detector heard them
+        // cleaned), and what comes out late is still in time for the recogniser, which gets
+        // the last of the speech before the quiet that ends it is counted.
+        match &mut self.denoiser {
+            None => self.clean(f.pcm.clone()),
+            Some(d) => {
+                let t = Instant::now();
+                let mut clean = Vec::with_capacity(2);
+                d.push(&f.pcm, |pcm| clean.push(pcm));
+                self.stats
+                    .denoise_us
+                    .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+                for pcm in clean {
+                    self.clean(pcm);
+                }
+            }
+        }
+        self.heard(f);
+    }
+
+    /// A frame of what the recogniser hears: kept for the next utterance's start, or fed to
+    /// the one under way.
+    fn clean(&mut self, pcm: Vec<i16>) {
+        if self.preroll.len() == PREROLL_FRAMES {
+            self.preroll.pop_front();
+        }
+        if let Some(u) = &mut self.utterance {
+            u.extend_from_slice(&pcm);
+            // Decoded as it is heard: at its end little is left to do.
+            if let Some(r) = &mut self.recognizer {
+                r.feed(&pcm);
+            }
+        }
+        self.preroll.push_back(pcm);
+    }
+
+    /// One frame as the microphone gave it, for the detector and the floor.
+    fn heard(&mut self, f: Frame) {
+        // Push-to-talk: pressing it is speaking over the voice; releasing it ends listening.
+        if let Some(p) = &self.push_to_talk {
+            let held = p.load(Ordering::Relaxed);
+            if self.ptt_was != Some(held) {
+                self.ptt_was = Some(held);
+                if held {
+                    if let Some(b) = &self.barge {
+                        if b.reference.sounding(Duration::from_millis(100)) {
+                            b.interrupt();
+                            self.interrupted();
+                        }
+                    }
+                }
+                self.cue(held);
+            }
+            if !held {
+                self.preroll.clear();
+                if let Some(u) = self.utterance.take() {
+                    // Released mid-sentence: what was said so far is the utterance.
+                    self.recognise(u, f.at);
+                }
+                return;
+            }
+        }
+        let t = Instant::now();
+        let score = self.vad.predict_i16(&f.pcm);
+        let level = rms(&f.pcm);
+        let (echo_ref, playing, hushed) = match &self.barge {
+            Some(b) => {
+                // What was played in each 16 ms slice before this frame; the echo path's delay
+                // picks the one the microphone is hearing now (learnt while nobody speaks over it).
+                let played: [f32; echo::LAGS] = b
+                    .reference
+                    .slices(f.at, Duration::from_millis(u64::from(floor::FRAME_MS)));
+                let hushed = b.reference.hushed();
+                let learn = !hushed && !self.floor.in_utterance();
+                let was = self.echo.lag();
+                let echo_ref = self.echo.step(level, &played, learn);
+                if self.echo.lag() != was {
+                    tracing::debug!(
+                        "listener: the echo arrives {:?} frames after it is played",
+                        self.echo.lag()
+                    );
+                }
+                (
+                    echo_ref,
+                    hushed || b.reference.sounding(Duration::from_millis(100)),
+                    hushed,
+                )
+            }
+            None => (0.0, false, false),
+        };
+        let events = self.floor.step(&floor::Frame {
+            score,
+            level,
+            echo_ref,
+            playing,
+            hushed,
+        });
+        if playing && level > 0.003 {
+            tracing::trace!(
+                "listener: frame score {score:.2} level {level:.4} echo {echo_ref:.4} coupling {:.3} hushed {hushed} → {events:?}",
+                self.floor.coupling()
+            );
+        }
+        self.stats
+            .detect_us
+            .fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+        let at = f.at;
+        for e in events {
+            match e {
+                floor::Event::Pause => {
+                    self.stats.pauses.fetch_add(1, Ordering::Relaxed);
+                    if let Some(b) = &self.barge {
+                        b.pause();
+                    }
+                    let _ = self.notes.send(Note::Paused);
+                }
+                floor::Event::Resume => {
+                    self.stats.false_alarms.fetch_add(1, Ordering::Relaxed);
+                    if let Some(b) = &self.barge {
+                        b.resume();
+                    }
+                    let _ = self.notes.send(Note::Resumed);
+                }
+                floor::Event::Interrupt => {
+                    if let Some(b) = &self.barge {
+                        b.interrupt();
+                    }
+                    self.interrupted();
+                }
+                floor::Event::Start => {
+                    let u: Vec<i16> = self.preroll.iter().flatten().copied().collect();
+                    if let Some(r) = &mut self.recognizer {
+                        if r.begin() {
+                            r.feed(&u);
+                        }
+                    }
+                    self.utterance = Some(u);
+                    let _ = self.notes.send(Note::Started);
+                }
+                floor::Event::End { .. } => {
+                    if let Some(u) = self.utterance.take() {
+                        self.recognise(u, at);
+                    }
+                }
+            }
+        }
+    }
+
+    fn interrupted(&mut self) {
+        self.stats.interruptions.fetch_add(1, Ordering::Relaxed);
+        if let Some(cb) = &mut self.on_interrupt {
+            cb();
+        }
+        let _ = self.notes.send(Note::Interrupted { at: Instant::now() });
+    }
+
+    fn cue(&self, listening: bool) {
+        if let Some(b) = &self.barge {
+            b.cue(if listening {
+                Cue::Listening
+            } else {
+                Cue::NotListening
+            });
+        }
+        let _ = self.notes.send(Note::Listening(listening));
+    }
+
+    fn recognise(&mut self, pcm: Vec<i16>, ended: Instant) {
+        self.stats.utterances.fetch_add(1, Ordering::Relaxed);
+        let (Some(r), Some(g)) = (&mut self.recognizer, &self.grammar) else {
+            return;
+        };
+        let t = Instant::now();
+        // The speech (cleaned) over the room's noise (as the microphone hears it).
+        let snr = acoustic::snr_db(&pcm, FRAME, self.floor.noise());
+        let h = if r.is_open() {
+            r.finish(snr)
+        } else {
+            r.decode(&pcm, snr)
+        };
+        let Some((h, model)) = h else {
+            // Nothing in the grammar fits any of it: said, as any speech not understood is.
+            if matches!(self.mode_now(), Mode::Commands | Mode::Confirm) {
+                let _ = self.notes.send(Note::NotUnderstood {
+                    text: String::new(),
+                    per_frame: 0.0,
+                });
+            }
+            return;
+        };
+        if model == acoustic::Model::Noisy {
+            self.stats.heard_in_noise.fetch_add(1, Ordering::Relaxed);
+        }
+        let decode_ms = t.elapsed().as_secs_f64() * 1000.0;
+        if let Some(dir) = std::env::var_os("VOXDESK_LISTEN_DUMP") {
+            // What was heard, to listen to when it was not understood.
+            let n = self.stats.utterances.load(Ordering::Relaxed);
+            let _ = write_wav(
+                &std::path::Path::new(&dir).join(format!("{n:03}.wav")),
+                &pcm,
+            );
+        }
+        let confidence = h.confidence();
+        let meaning = judge(g, &h.text, confidence, Limits::of(model, self.reject_below));
+        tracing::debug!(
+            "listener: heard {:?} ({:.2} s, {model:?} model at {snr:.0} dB over the noise; words {:.1}/frame, phones {:?}/frame, confidence {confidence:.1}, {decode_ms:.0} ms) → {meaning:?}",
+            h.text,
+            pcm.len() as f64 / f64::from(RATE),
+            h.per_frame,
+            h.phone_per_frame
+        );
+        match &meaning {
+            Heard::Nothing => {
+                // Asleep or beside a cloud model, other speech is simply not for us.
+                if matches!(self.mode_now(), Mode::Commands | Mode::Confirm) {
+                    let _ = self.notes.send(Note::NotUnderstood {
+                        text: h.text,
+                        per_frame: confidence,
+                    });
+                }
+                return;
+            }
+            Heard::Stop(_) => {
+                // At once, here: the loop may be busy typing.
+                self.latch.trigger(Cause::Requested);
+                if let Some(b) = &self.barge {
+                    b.interrupt();
+                }
+                self.floor.reset_pause();
+            }
+            Heard::Sleep if !self.asleep => {
+                self.asleep = true;
+                self.rebuild();
+                self.cue(false);
+            }
+            Heard::Wake if self.asleep => {
+                self.asleep = false;
+                self.rebuild();
+                self.cue(true);
+            }
+            _ => {}
+        }
+        let _ = self.notes.send(Note::Heard {
+            text: h.text,
+            meaning,
+            per_frame: confidence,
+            ended,
+        });
+    }
+}
+
+/// What a hypothesis means, or nothing when the recogniser was not sure enough of it: its
+/// words scored `confidence` per frame against a free loop of phones (pure).
+pub fn judge(g: &grammar::Grammar, text: &str, confidence: f64, limits: Limits) -> Heard {
+    if text.trim().is_empty() {
+        return Heard::Nothing;
+    }
+    let m = g.interpret(text);
+    let need = match &m {
+        Heard::Stop(_) => limits.stop,
+        Heard::Command(t) if t.starts_with("type ") => limits.typing,
+        _ => limits.command,
+    };
+    if confidence < need {
+        Heard::Nothing
+    } else {
+        m
+    }
+}
+
+/// RMS of a PCM16 frame, full scale 1.0.
+pub fn rms(pcm: &[i16]) -> f32 {
+    if pcm.is_empty() {
+        return 0.0;
+    }
+    let s: f64 = pcm.iter().map(|&x| f64::from(x) * f64::from(x)).sum();
+    ((s / pcm.len() as f64).sqrt() / 32768.0) as f32
+}
+
+/// A 16 kHz mono WAV of `pcm`.
+pub fn write_wav(path: &std::path::Path, pcm: &[i16]) -> std::io::Result<()> {
+    let data = (pcm.len() * 2) as u32;
+    let mut b = Vec::with_capacity(44 + pcm.len() * 2);
+    b.extend_from_slice(b"RIFF");
+    b.extend_from_slice(&(36 + data).to_le_bytes());
+    b.extend_from_slice(b"WAVEfmt ");
+    b.extend_from_slice(&16u32.to_le_bytes());
+    for v in [1u16, 1] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in [RATE, RATE * 2] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in [2u16, 16] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    b.extend_from_slice(b"data");
+    b.extend_from_slice(&data.to_le_bytes());
+    for s in pcm {
+        b.extend_from_slice(&s.to_le_bytes());
+    }
+    voxdesk_core::private::write(path, &b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn judged_by_confidence_and_typing_needs_more() {
+        let labels: Vec<String> = ["7", "+", "Save"].iter().map(|s| s.to_string()).collect();
+        let g = grammar::build(&labels, &["stop".to_string()], Mode::Commands);
+        let cmd = |t: &str| Heard::Command(t.to_string());
+        for (text, confidence, want) in [
+            ("click seven", -10.0, cmd("click 7")),
+            ("click seven", -31.0, cmd("click 7")),
+            ("click seven", -33.0, Heard::Nothing),
+            ("type seven", -12.0, cmd("type \"seven\"")),
+            ("type seven", -25.0, Heard::Nothing),
+            ("stop", -30.0, Heard::Stop("stop".into())),
+            ("", 0.0, Heard::Nothing),
+            ("   ", -1.0, Heard::Nothing),
+        ] {
+            assert_eq!(
+                judge(&g, text, confidence, Limits::stock(REJECT_BELOW)),
+                want,
+                "{text:?} at {confidence}"
+            );
+        }
+        // A stricter threshold is stricter for typing too.
+        assert_eq!(
+            judge(&g, "type seven", -15.0, Limits::stock(-10.0)),
+            Heard::Nothing
+        );
+        // The noise-adapted model's: stricter for commands and typing, as lenient for a stop.
+        let noisy = Limits::of(acoustic::Model::Noisy, REJECT_BELOW);
+        for (text, confidence, want) in [
+            ("click seven", -20.0, cmd("click 7")),
+            ("click seven", -27.0, Heard::Nothing),
+            ("type seven", -12.0, cmd("type \"seven\"")),
+            ("type seven", -16.6, Heard::Nothing),
+            ("stop", -31.0, Heard::Stop("stop".into())),
+            ("stop", -33.0, Heard::Nothing),
+        ] {
+            assert_eq!(
+                judge(&g, text, confidence, noisy),
+                want,
+                "{text:?} at {confidence}"
+            );
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! `voxdesk-bench`: the benchmarks behind `voxdesk bench …` (a dev tool, never part of the product binary): each prints a table of medians.
+
+mod bench;
+mod bench_listen;
+mod bench_serve;
+mod bench_tasks;
+mod bench_voice;
+mod loopback;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "voxdesk bench", about = "Benchmarks that print a table.")]
+struct Cli {
+    #[command(subcommand)]
+    what: BenchCmd,
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Capture, full and incremental perception, recall and junk on labelled fixtures, against the tesseract CLI.
+    Perception {
+        #[arg(long, default_value = "tests/fixtures/ui")]
+        fixtures: PathBuf,
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Skip running the tesseract command-line tool for comparison.
+        #[arg(long)]
+        no_cli: bool,
+        /// List every missed label.
+        #[arg(long)]
+        misses: bool,
+    },
+    /// The loop on xcalc: overhead per step, a 4-step task end to end, memory over 100 steps
+    /// (run it on a virtual desktop: it starts xcalc and clicks it).
+    Loop {
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
+    /// A realtime session against a loopback Gemini Live server, on the virtual desktop and
+    /// sound card: mic → socket, tool call → response, interrupted → silent, memory over a
+    /// long session with two resumptions (run it with `cargo xtask rig --`).
+    Voice {
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// How long the simulated session lasts (600 for the ten minutes).
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// realtime (the loopback model server), local (barge-in, echo, spoken commands,
+        /// stop, the listener's CPU, accuracy), sound (local without the accuracy), accuracy
+        /// (spoken commands only, no sound card) or all.
+        #[arg(long, default_value = "all")]
+        part: String,
+    },
+    /// The daemon under load on loopback (run it on a virtual desktop: it starts xcalc and a
+    /// daemon of its own): event-stream clients and health requests while sessions run.
+    Serve {
+        #[arg(long, default_value_t = 50)]
+        clients: usize,
+        /// Health requests per second.
+        #[arg(long, default_value_t = 200)]
+        rate: u32,
+        #[arg(long, default_value_t = 30)]
+        seconds: u64,
+    },
+    /// Emergency-stop latency, rail checking and dispatch overhead (run it on a virtual desktop:
+    /// it presses Shift and the stop combination).
+    Act {
+        #[arg(long, default_value_t = 20)]
+        runs: usize,
+    },
+    /// The task suite on real applications (xterm, mousepad, a Chromium form, pcmanfm, a refused
+    /// `rm -rf`), judged from outside (run it on a virtual desktop: `cargo xtask rig -- …`).
+    Tasks {
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Only this task.
+        #[arg(long)]
+        only: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.what) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("voxdesk bench: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(what: BenchCmd) -> Result<()> {
+    print!(
+        "{}",
+        match what {
+            BenchCmd::Loop { runs } => bench::loop_(runs)?,
+            BenchCmd::Voice {
+                runs,
+                seconds,
+                part,
+            } => bench_voice::voice(runs, seconds, &part)?,
+            BenchCmd::Act { runs } => bench::act(runs)?,
+            BenchCmd::Serve {
+                clients,
+                rate,
+                seconds,
+            } => bench_serve::serve(clients, rate, seconds)?,
+            BenchCmd::Tasks { runs, only } => bench_tasks::tasks(runs, only.as_deref())?,
+            BenchCmd::Perception {
+                fixtures,
+                runs,
+                no_cli,
+                misses,
+            } => bench::perception(&bench::BenchOptions {
+                fixtures,
+                runs: runs.max(1),
+                cli: !no_cli,
+                misses,
+            })?,
+        }
+    );
+    Ok(())
+}
