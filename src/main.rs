@@ -227,10 +227,10 @@ fn main() -> ExitCode {
     logging();
     let cli = Cli::parse();
     match run(cli) {
-        Ok(exit) => ExitCode::from(code(exit)),
+        Ok(exit) => ExitCode::from(exit.code()),
         Err(e) => {
             eprintln!("voxdesk: error: {e:#}");
-            ExitCode::from(code(Exit::Failed))
+            ExitCode::from(Exit::Failed.code())
         }
     }
 }
@@ -250,17 +250,6 @@ fn logging() {
         )
         .with(asked)
         .init();
-}
-
-/// The one place outcomes become exit codes.
-fn code(e: Exit) -> u8 {
-    match e {
-        Exit::Ok => 0,
-        Exit::Failed => 1,
-        Exit::BadInput => 2,
-        Exit::Refused => 3,
-        Exit::Stopped => 4,
-    }
 }
 
 fn run(cli: Cli) -> Result<Exit> {
@@ -341,7 +330,10 @@ fn run(cli: Cli) -> Result<Exit> {
             yes,
             batch,
         } => cli::act::run(mode, json, yes, batch, config),
-        Cmd::Ocr { json, image } => cli::look::ocr(json, &image),
+        Cmd::Ocr { json, image } => {
+            let debug_dir = cli::settings(config, None)?.settings.perception.debug_dir;
+            cli::look::ocr(json, &image, debug_dir)
+        }
         Cmd::Look {
             json,
             annotate,
@@ -352,6 +344,7 @@ fn run(cli: Cli) -> Result<Exit> {
             annotate,
             picture_max,
             frame,
+            debug_dir: cli::settings(config, None)?.settings.perception.debug_dir,
         }),
         Cmd::Doctor => {
             let checks = cli::doctor::run();

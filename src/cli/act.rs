@@ -86,7 +86,7 @@ fn render(r: &ActResult, mode: &str) -> String {
             a.index,
             a.action,
             a.step.as_deref().unwrap_or(""),
-            a.outcome,
+            a.outcome.name(),
             a.error
                 .as_ref()
                 .map(|e| format!(": {e}"))

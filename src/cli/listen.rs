@@ -56,14 +56,19 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
             return Ok(Exit::BadInput);
         }
     };
-    let spec =
-        match voxdesk_realtime::launch::spec(&loaded, provider, &model, a.endpoint.as_deref()) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("voxdesk: error: {e}");
-                return Ok(Exit::BadInput);
-            }
-        };
+    let spec = match voxdesk_realtime::launch::spec(
+        &loaded,
+        provider,
+        &model,
+        a.endpoint.as_deref(),
+        |k| std::env::var(k).ok(),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
     // `quit` ends listening (Ctrl-C); each task has its own latch, set by a spoken stop or the
     // emergency stop.
     let quit = Arc::new(StopLatch::default());
@@ -80,10 +85,20 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     let mut latch = Arc::new(StopLatch::default());
     let session = spec.start(latch.clone(), speaker)?;
     let barge = voice.lock().ok().and_then(|n| n.barge());
-    let local =
-        voxdesk_realtime::launch::listener(&session, &spec.stop_words, barge, latch.clone());
+    let local = voxdesk_realtime::launch::listener(
+        &session,
+        &spec.stop_words,
+        barge,
+        latch.clone(),
+        &loaded.settings.voice,
+    );
     let tap = local.as_ref().map(|l| l.mic_tap());
-    let mic = match voxdesk_realtime::launch::mic(&session, spec.profile.input_rate, tap) {
+    let mic = match voxdesk_realtime::launch::mic(
+        &session,
+        spec.profile.input_rate,
+        tap,
+        loaded.settings.voice.mic.as_deref(),
+    ) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("voxdesk: error: {e}");

@@ -29,7 +29,8 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
         Some(quit.clone()),
     )));
     let barge = voice.lock().ok().and_then(|v| v.barge());
-    let mut spec = listen::Spec::new(s.realtime.stop_words.clone(), true, Mode::Commands);
+    let mut spec =
+        listen::Spec::new(s.realtime.stop_words.clone(), true, Mode::Commands).tuned(&s.voice);
     let _ptt = match &a.push_to_talk {
         Some(c) => {
             let combo = match voxdesk_core::action::parse_combo(c) {
@@ -61,8 +62,7 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
             return Ok(Exit::Failed);
         }
     };
-    let device = std::env::var("VOXDESK_MIC").ok().filter(|d| !d.is_empty());
-    let mic = match Mic::start_taps(device.as_deref(), vec![listener.mic_tap()]) {
+    let mic = match Mic::start_taps(s.voice.mic.as_deref(), vec![listener.mic_tap()]) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("voxdesk: error: {e}");

@@ -10,12 +10,13 @@ use voxdesk_desk::observation;
 use voxdesk_perception as perception;
 use voxdesk_screen::{capture, frame, picture};
 
-pub fn ocr(json: bool, image: &Path) -> Result<Exit> {
+pub fn ocr(json: bool, image: &Path, debug_dir: Option<PathBuf>) -> Result<Exit> {
     let t = Instant::now();
     let img = frame::load_image(image)?;
     let load_ms = t.elapsed().as_secs_f64() * 1000.0;
     let (w, h) = img.dimensions();
     let mut p = perception::Perceiver::new(perception::engine::default_workers())?;
+    p.debug_to(debug_dir);
     let r = p.perceive(img.as_raw(), w, h, true)?;
     if json {
         println!(
@@ -38,6 +39,8 @@ pub struct LookArgs {
     pub annotate: Option<PathBuf>,
     pub picture_max: (u32, u32),
     pub frame: Option<PathBuf>,
+    /// `perception.debug_dir`: where the strips Tesseract reads are written, if anywhere.
+    pub debug_dir: Option<PathBuf>,
 }
 
 pub fn look(a: LookArgs) -> Result<Exit> {
@@ -50,6 +53,7 @@ pub fn look(a: LookArgs) -> Result<Exit> {
     });
     let (w, h) = f.size();
     let mut p = perception::Perceiver::new(perception::engine::default_workers())?;
+    p.debug_to(a.debug_dir.clone());
     let r = p.perceive(f.image.as_raw(), w, h, true)?;
     if let Some(out) = &a.frame {
         write_png(&f.image, out)?;

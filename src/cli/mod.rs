@@ -33,6 +33,28 @@ pub enum Exit {
     Refused,
     /// Stopped by the emergency stop or a signal.
     Stopped,
+    /// A second SIGINT or SIGTERM: gone at once, the shell's code for that signal.
+    Signalled(&'static str),
+}
+
+impl Exit {
+    /// The one place outcomes become exit codes.
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Ok => 0,
+            Exit::Failed => 1,
+            Exit::BadInput => 2,
+            Exit::Refused => 3,
+            Exit::Stopped => 4,
+            Exit::Signalled("SIGINT") => 130,
+            Exit::Signalled(_) => 143,
+        }
+    }
+
+    /// Leave now with this outcome's code (a second signal: nothing is left to wait for).
+    pub fn now(self) -> ! {
+        std::process::exit(self.code().into())
+    }
 }
 
 /// Settings from defaults, the file, the environment, and `--mode`.
@@ -143,7 +165,7 @@ pub fn stop_on_signals(latch: Arc<StopLatch>) -> Result<()> {
     on_signals(move |name| {
         if latch.is_stopped() {
             eprintln!("voxdesk: {name} again: exiting now");
-            std::process::exit(if name == "SIGINT" { 130 } else { 143 });
+            Exit::Signalled(name).now();
         }
         eprintln!("voxdesk: {name}: stopping (again to exit at once)");
         latch.trigger(Cause::Signal(name));

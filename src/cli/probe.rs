@@ -36,7 +36,9 @@ pub fn probe(
             return Ok(Exit::BadInput);
         }
     };
-    let spec = match voxdesk_realtime::launch::spec(&loaded, provider, &model, endpoint) {
+    let spec = match voxdesk_realtime::launch::spec(&loaded, provider, &model, endpoint, |k| {
+        std::env::var(k).ok()
+    }) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("voxdesk: error: {e}");

@@ -10,6 +10,7 @@ use voxdesk_agent::registry::{self, RegistryError};
 use voxdesk_agent::{drive, Limits};
 use voxdesk_desk::{Desk, Host, RecordSpec};
 use voxdesk_input::stop::StopLatch;
+use voxdesk_realtime::launch::{drive_realtime, Voice};
 use voxdesk_record::session::{sessions_dir, Status};
 use voxdesk_voice::narrate::Narrator;
 
@@ -104,12 +105,7 @@ fn finish(mut desk: Desk, status: Status) -> Result<Exit> {
     let dir = desk.session_dir();
     let broken = desk.broken();
     // Refused as a whole: a rule (or no yes) refused a step and nothing ever ran.
-    let refused = desk.record().is_some_and(|r| {
-        r.steps.iter().all(|s| s.rails != "approved")
-            && r.steps
-                .iter()
-                .any(|s| !matches!(s.rails.as_str(), "recorded" | "not planned"))
-    });
+    let refused = desk.record().is_some_and(|r| r.refused_throughout());
     // Dropping the desk lets the voice finish its last sentence (bounded).
     drop(desk);
     if let Some(d) = dir {
@@ -135,14 +131,19 @@ fn realtime(
     model: String,
 ) -> Result<Exit> {
     use voxdesk_realtime::driver::INSTRUCTION_VERSION;
-    let spec =
-        match voxdesk_realtime::launch::spec(&loaded, provider, &model, a.endpoint.as_deref()) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("voxdesk: error: {e}");
-                return Ok(Exit::BadInput);
-            }
-        };
+    let spec = match voxdesk_realtime::launch::spec(
+        &loaded,
+        provider,
+        &model,
+        a.endpoint.as_deref(),
+        |k| std::env::var(k).ok(),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
     let latch = Arc::new(StopLatch::default());
     stop_on_signals(latch.clone())?;
     let record = RecordSpec {
@@ -164,6 +165,7 @@ fn realtime(
         Voice {
             speak: !a.quiet,
             wav: a.narration_wav,
+            knobs: loaded.settings.voice.clone(),
         },
         &a.task,
         Limits {
@@ -172,53 +174,4 @@ fn realtime(
         },
     )?;
     finish(desk, status)
-}
-
-/// How a session sounds: spoken aloud, and written to WAVs.
-pub struct Voice {
-    pub speak: bool,
-    pub wav: Option<PathBuf>,
-}
-
-/// Drive `task` on `desk` by a realtime model (`run` and the daemon): one voice thread owns the
-/// speaker (voxdesk's sentences and the model's speech), the local listener hears the person
-/// over it, and the microphone streams to the model when there is one.
-pub fn drive_realtime(
-    desk: &mut Desk,
-    spec: &voxdesk_realtime::driver::Spec,
-    voice: Voice,
-    task: &str,
-    limits: Limits,
-) -> Result<Status> {
-    use voxdesk_realtime::driver::RealtimeDriver;
-    use voxdesk_realtime::session::{Playback, Silent};
-    let latch = desk.latch();
-    desk.send_pictures(voxdesk_realtime::launch::pictures(spec));
-    let narrator = Narrator::new(voice.speak, voice.wav, Some(latch.clone()));
-    let speaker: Box<dyn Playback> = match narrator.speaker() {
-        Some(s) if voice.speak => Box::new(s),
-        _ => Box::new(Silent::new()),
-    };
-    let barge = narrator.barge();
-    desk.subscribe(Box::new(narrator));
-    let session = spec.start(latch.clone(), speaker)?;
-    // The person may speak (a stop word, a correction); no microphone is not an error here.
-    let local =
-        voxdesk_realtime::launch::listener(&session, &spec.stop_words, barge, latch.clone());
-    let tap = local.as_ref().map(|l| l.mic_tap());
-    let mic = voxdesk_realtime::launch::mic(&session, spec.profile.input_rate, tap)
-        .map_err(|e| tracing::warn!("{e}; the task runs without listening"))
-        .ok();
-    let mut driver = RealtimeDriver::new(spec, session, latch, Some(task.to_string()));
-    let end = drive(&mut driver, desk, limits);
-    drop(mic);
-    let stats = driver.finish();
-    tracing::info!(
-        "realtime: {} connection(s), {} resumed, {} frames in ({} unreadable)",
-        stats.connections,
-        stats.resumed,
-        stats.frames_in,
-        stats.frames_bad
-    );
-    Ok(end.status)
 }

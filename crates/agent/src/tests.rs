@@ -103,7 +103,7 @@ impl FakeDesk {
                 index: 1,
                 action: "click",
                 step: None,
-                outcome: "done",
+                outcome: voxdesk_desk::tool::Outcome::Done,
                 error: None,
                 ms: 1.0,
             }],

@@ -84,6 +84,33 @@ pub struct Realtime {
     /// Gemini's API version (v1alpha, v1beta, v1); none: the profile's (v1beta).
     pub gemini_version: Option<String>,
     pub stop_words: Vec<String>,
+    /// How long an unreachable model is retried, in ms (none: the session's own default).
+    pub give_up_ms: Option<u64>,
+}
+
+/// The voice's knobs: the microphone, the listener's cleaning and rejection, the offline
+/// recogniser's model. Each can also come from its environment variable (`VOXDESK_MIC`, …).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Voice {
+    /// An input device other than the default.
+    pub mic: Option<String>,
+    /// Clean the recogniser's audio with RNNoise (off only to measure what cleaning brings).
+    pub denoise: bool,
+    /// Reject a command heard with less confidence than this (none: the listener's own).
+    pub reject_below: Option<f64>,
+    /// Write each utterance heard as a WAV into this directory (for developers).
+    pub dump_dir: Option<PathBuf>,
+    /// pocketsphinx's model directory (none: Debian's `pocketsphinx-en-us`).
+    pub sphinx_model: Option<PathBuf>,
+    /// Extra pocketsphinx flags, whitespace-separated.
+    pub sphinx_args: Vec<String>,
+}
+
+/// Perception's knobs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Perception {
+    /// Write every strip handed to Tesseract into this directory (for developers).
+    pub debug_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -91,6 +118,8 @@ pub struct Settings {
     pub rails: Rails,
     pub stop: Stop,
     pub realtime: Realtime,
+    pub voice: Voice,
+    pub perception: Perception,
     pub lock_lease_ms: u64,
     /// Keep a screenshot of every step in the session record (the desktop as it was: private).
     pub record_screenshots: bool,
@@ -195,6 +224,11 @@ impl Default for Settings {
                 stop_words: vec!["stop".into(), "cancel".into()],
                 ..Realtime::default()
             },
+            voice: Voice {
+                denoise: true,
+                ..Voice::default()
+            },
+            perception: Perception::default(),
             lock_lease_ms: 5000,
             record_screenshots: true,
         }
@@ -206,6 +240,8 @@ impl Default for Settings {
 pub struct Loaded {
     pub settings: Settings,
     pub sources: BTreeMap<&'static str, Source>,
+    /// For a key set by the environment, the variable's name (shown by `voxdesk config`).
+    pub env_names: BTreeMap<&'static str, &'static str>,
     pub file: Option<PathBuf>,
 }
 
@@ -230,6 +266,29 @@ pub const KEYS: &[&str] = &[
     "realtime.openai_url",
     "realtime.gemini_version",
     "realtime.stop_words",
+    "realtime.give_up_ms",
+    "voice.mic",
+    "voice.denoise",
+    "voice.reject_below",
+    "voice.dump_dir",
+    "voice.sphinx_model",
+    "voice.sphinx_args",
+    "perception.debug_dir",
+];
+
+/// The environment variables read (once, by the binary that calls `load`), and their keys.
+pub const ENV: &[(&str, &str)] = &[
+    ("VOXDESK_MODE", "rails.mode"),
+    ("VOXDESK_ALLOW_APPS", "rails.allow_apps"),
+    ("VOXDESK_RECORD_SCREENSHOTS", "record.screenshots"),
+    ("VOXDESK_REALTIME_GIVE_UP_MS", "realtime.give_up_ms"),
+    ("VOXDESK_MIC", "voice.mic"),
+    ("VOXDESK_DENOISE", "voice.denoise"),
+    ("VOXDESK_REJECT_BELOW", "voice.reject_below"),
+    ("VOXDESK_LISTEN_DUMP", "voice.dump_dir"),
+    ("VOXDESK_SPHINX_MODEL", "voice.sphinx_model"),
+    ("VOXDESK_SPHINX_ARGS", "voice.sphinx_args"),
+    ("VOXDESK_DEBUG_DIR", "perception.debug_dir"),
 ];
 
 /// `$XDG_CONFIG_HOME/voxdesk/config.toml` (via `directories`).
@@ -245,6 +304,7 @@ pub fn load(
     flags: &[(&'static str, String)],
 ) -> Result<Loaded, ConfigError> {
     let mut settings = Settings::default();
+    let mut env_names = BTreeMap::new();
     let mut sources: BTreeMap<&'static str, Source> =
         KEYS.iter().map(|k| (*k, Source::Default)).collect();
     let path = match explicit {
@@ -291,11 +351,7 @@ pub fn load(
             }
         }
     }
-    for (var, key) in [
-        ("VOXDESK_MODE", "rails.mode"),
-        ("VOXDESK_ALLOW_APPS", "rails.allow_apps"),
-        ("VOXDESK_RECORD_SCREENSHOTS", "record.screenshots"),
-    ] {
+    for &(var, key) in ENV {
         if let Some(v) = env(var).filter(|v| !v.is_empty()) {
             apply(&mut settings, key, &Raw::Str(&v)).map_err(|message| ConfigError::BadValue {
                 origin: format!("environment {var}"),
@@ -303,6 +359,7 @@ pub fn load(
                 message,
             })?;
             sources.insert(key, Source::Env);
+            env_names.insert(key, var);
         }
     }
     for (key, v) in flags {
@@ -313,9 +370,13 @@ pub fn load(
         })?;
         sources.insert(key, Source::Flag);
     }
+    for (key, _) in flags {
+        env_names.remove(key);
+    }
     Ok(Loaded {
         settings,
         sources,
+        env_names,
         file: path,
     })
 }
@@ -352,6 +413,32 @@ impl Raw<'_> {
             ));
         }
         Ok(n)
+    }
+    fn float(&self, range: std::ops::RangeInclusive<f64>) -> Result<f64, String> {
+        let n = match self {
+            Raw::Toml(toml::Value::Float(f)) => *f,
+            Raw::Toml(toml::Value::Integer(i)) => *i as f64,
+            Raw::Str(s) => s
+                .trim()
+                .parse::<f64>()
+                .map_err(|_| format!("must be a number, got {s:?}"))?,
+            Raw::Toml(v) => return Err(format!("must be a number, got {}", v.type_str())),
+        };
+        if !range.contains(&n) {
+            return Err(format!(
+                "must be in {}..={}, got {n}",
+                range.start(),
+                range.end()
+            ));
+        }
+        Ok(n)
+    }
+    fn path(&self) -> Result<PathBuf, String> {
+        let s = self.string()?;
+        if s.trim().is_empty() {
+            return Err("must name a path".into());
+        }
+        Ok(PathBuf::from(s))
     }
     fn boolean(&self) -> Result<bool, String> {
         match self {
@@ -453,6 +540,19 @@ fn apply(s: &mut Settings, key: &str, v: &Raw) -> Result<(), String> {
             }
             s.realtime.stop_words = words.iter().map(|w| w.to_lowercase()).collect();
         }
+        "realtime.give_up_ms" => s.realtime.give_up_ms = Some(v.uint(100..=3_600_000)?),
+        "voice.mic" => s.voice.mic = Some(v.string()?).filter(|m| !m.is_empty()),
+        "voice.denoise" => s.voice.denoise = v.boolean()?,
+        "voice.reject_below" => s.voice.reject_below = Some(v.float(-1e9..=1e9)?),
+        "voice.dump_dir" => s.voice.dump_dir = Some(v.path()?),
+        "voice.sphinx_model" => s.voice.sphinx_model = Some(v.path()?),
+        "voice.sphinx_args" => {
+            s.voice.sphinx_args = match v {
+                Raw::Str(t) => t.split_whitespace().map(str::to_string).collect(),
+                Raw::Toml(_) => v.strings()?,
+            }
+        }
+        "perception.debug_dir" => s.perception.debug_dir = Some(v.path()?),
         other => return Err(format!("is not a setting ({other})")),
     }
     Ok(())
@@ -469,6 +569,15 @@ impl Loaded {
                     .map(|x| format!("{x:?}"))
                     .collect::<Vec<_>>()
                     .join(", ")
+            )
+        };
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "\"\"".into());
+        let path = |p: &Option<PathBuf>| {
+            format!(
+                "{:?}",
+                p.as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
             )
         };
         let mut out = format!(
@@ -529,12 +638,22 @@ impl Loaded {
                     s.realtime.gemini_version.as_deref().unwrap_or("v1beta")
                 ),
                 "realtime.stop_words" => list(&s.realtime.stop_words),
+                "realtime.give_up_ms" => opt(s.realtime.give_up_ms.map(|n| n.to_string())),
+                "voice.mic" => format!("{:?}", s.voice.mic.as_deref().unwrap_or("")),
+                "voice.denoise" => s.voice.denoise.to_string(),
+                "voice.reject_below" => opt(s.voice.reject_below.map(|n| n.to_string())),
+                "voice.dump_dir" => path(&s.voice.dump_dir),
+                "voice.sphinx_model" => path(&s.voice.sphinx_model),
+                "voice.sphinx_args" => list(&s.voice.sphinx_args),
+                "perception.debug_dir" => path(&s.perception.debug_dir),
                 _ => String::new(),
             };
-            out.push_str(&format!(
-                "{key} = {value}    # {}\n",
-                self.sources.get(key).copied().unwrap_or(Source::Default)
-            ));
+            let source = self.sources.get(key).copied().unwrap_or(Source::Default);
+            let source = match self.env_names.get(key) {
+                Some(var) if source == Source::Env => format!("env {var}"),
+                _ => source.to_string(),
+            };
+            out.push_str(&format!("{key} = {value}    # {source}\n"));
         }
         out
     }

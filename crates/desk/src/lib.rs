@@ -26,7 +26,7 @@ use voxdesk_input::stop::{Cause, StopLatch, StopWatcher};
 use voxdesk_perception::{engine, Perceiver, Perception, Target};
 use voxdesk_record::events::{Bus, Event, JsonlSink, Sink, State};
 use voxdesk_record::redact::Secrets;
-use voxdesk_record::session::{PhaseTimes, Recorder, Status, StepRecord};
+use voxdesk_record::session::{PhaseTimes, RailsVerdict, Recorder, Status, StepRecord};
 use voxdesk_safety::confirm::ask as ask_yes;
 use voxdesk_safety::rails::{self, Checked, Decision, Refusal, Screen, Step};
 use voxdesk_safety::terminal::Line;
@@ -242,7 +242,8 @@ impl Desk {
         .map_err(|e| anyhow::anyhow!("{e}: refusing to run without an emergency stop"))?;
         let actuator = Actuator::start(latch.clone()).map_err(|e| anyhow::anyhow!(e))?;
         let capturer = Capturer::new()?;
-        let perceiver = Perceiver::new(engine::default_workers())?;
+        let mut perceiver = Perceiver::new(engine::default_workers())?;
+        perceiver.debug_to(settings.perception.debug_dir.clone());
         let mut bus = Bus::default();
         let (recorder, task, decomposition) = open_record(settings, record, &mut bus)?;
         let id_prefix = recorder
@@ -657,7 +658,7 @@ impl Desk {
             app: obs.app.clone(),
             status: ActStatus::Refused,
             refusal: None,
-            actions: outcomes(&batch, None, "not-run"),
+            actions: outcomes(&batch, None, tool::Outcome::NotRun),
             verdict: Verdict::Unverified,
             changed: false,
             appeared: Vec::new(),
@@ -731,13 +732,19 @@ impl Desk {
                     action: r.action,
                     message: r.message.clone(),
                 });
-                p.result.step = self.record_step(p, r.rule, &Verdict::Unverified, None, None);
+                p.result.step = self.record_step(
+                    p,
+                    RailsVerdict::Refused(r.rule.into()),
+                    &Verdict::Unverified,
+                    None,
+                    None,
+                );
                 p.result.refusal = Some(r);
                 return None;
             }
         };
         p.clicks = click_points(&checked, &p.obs.mapping);
-        p.result.actions = outcomes(&p.batch, Some(&checked), "not-run");
+        p.result.actions = outcomes(&p.batch, Some(&checked), tool::Outcome::NotRun);
         let why = match self.approve(checked.clone(), &p.plan) {
             Ok(a) => {
                 // Where the keyboard will be, and what a terminal's line will read, once it all
@@ -754,17 +761,17 @@ impl Desk {
         let rails_verdict = match why {
             Ok(()) => {
                 p.result.status = ActStatus::Recorded;
-                p.result.actions = outcomes(&p.batch, Some(&checked), "would-run");
+                p.result.actions = outcomes(&p.batch, Some(&checked), tool::Outcome::WouldRun);
                 self.history.push(PastStep {
                     action: plan_or(&p.plan, &p.batch),
                     verdict: "recorded (observe mode: not done)".into(),
                 });
-                "recorded"
+                RailsVerdict::Recorded
             }
             Err(refusal) => {
                 p.result.status = ActStatus::Declined;
                 p.result.refusal = Some(refusal);
-                "confirmation"
+                RailsVerdict::Confirmation
             }
         };
         p.result.step = self.record_step(
@@ -791,17 +798,21 @@ impl Desk {
             let a = &mut p.result.actions[r.index];
             a.ms = (r.took.as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
             a.outcome = match r.outcome {
-                Outcome::Done => "done",
-                Outcome::Skipped => "skipped",
-                Outcome::Stopped => "stopped",
+                Outcome::Done => tool::Outcome::Done,
+                Outcome::Skipped => tool::Outcome::Skipped,
+                Outcome::Stopped => tool::Outcome::Stopped,
                 Outcome::Failed(e) => {
                     a.error = Some(e);
-                    "failed"
+                    tool::Outcome::Failed
                 }
             };
         }
         p.times.act = ms_since(t_act);
-        if p.result.actions.iter().any(|a| a.outcome != "done") {
+        if p.result
+            .actions
+            .iter()
+            .any(|a| a.outcome != tool::Outcome::Done)
+        {
             self.focus = None;
             if let Some(w) = &p.obs.window {
                 let mut l = self.lines.get(w).clone();
@@ -810,18 +821,27 @@ impl Desk {
             }
         }
         for (a, o) in p.batch.actions.iter().zip(&p.result.actions) {
-            if let (Action::Type { text }, "done" | "stopped" | "failed") = (a, o.outcome) {
+            if let (Action::Type { text }, true) = (a, o.outcome.was_sent()) {
                 self.typed.push(text.clone());
             }
         }
         if let Some(cause) = self.stopped() {
             p.result.status = ActStatus::Stopped;
             p.result.refusal = Some(stopped_refusal(cause));
-            p.result.step =
-                self.record_step(p, "approved", &Verdict::Unverified, shot.as_deref(), None);
+            p.result.step = self.record_step(
+                p,
+                RailsVerdict::Approved,
+                &Verdict::Unverified,
+                shot.as_deref(),
+                None,
+            );
             return Ok(None);
         }
-        let all_ran = p.result.actions.iter().all(|a| a.outcome == "done");
+        let all_ran = p
+            .result
+            .actions
+            .iter()
+            .all(|a| a.outcome == tool::Outcome::Done);
         p.result.status = if all_ran {
             ActStatus::Ran
         } else {
@@ -841,7 +861,7 @@ impl Desk {
                     reason: why.clone(),
                     no_change: false,
                 };
-                self.record_step(p, "approved", &v, shot.as_deref(), None);
+                self.record_step(p, RailsVerdict::Approved, &v, shot.as_deref(), None);
                 return Err(why);
             }
         };
@@ -849,8 +869,13 @@ impl Desk {
         let after = self.judge(p, after, all_ran);
         let vshot = self.screenshot(&after, &format!("step-{:03}-verify.png", p.index));
         let verdict = p.result.verdict.clone();
-        p.result.step =
-            self.record_step(p, "approved", &verdict, shot.as_deref(), vshot.as_deref());
+        p.result.step = self.record_step(
+            p,
+            RailsVerdict::Approved,
+            &verdict,
+            shot.as_deref(),
+            vshot.as_deref(),
+        );
         self.history.push(PastStep {
             action: plan_or(&p.plan, &p.batch),
             verdict: match verdict.detail() {
@@ -1087,7 +1112,7 @@ impl Desk {
     fn record_step(
         &mut self,
         p: &Pending,
-        rails_verdict: &str,
+        rails_verdict: RailsVerdict,
         v: &Verdict,
         shot: Option<&str>,
         vshot: Option<&str>,
@@ -1099,8 +1124,8 @@ impl Desk {
             index,
             observation_id: p.obs.id.clone(),
             actions: p.batch.to_value(),
-            rails: rails_verdict.into(),
-            verification: v.name().into(),
+            rails: rails_verdict.clone(),
+            verification: v.class(),
             detail: v.detail().unwrap_or_default().to_string(),
             timings_ms: times.clone(),
             screenshot: shot.map(String::from),
@@ -1118,8 +1143,8 @@ impl Desk {
         self.emit_event(Event::Step {
             index,
             observation_id: p.obs.id.clone(),
-            rails: rails_verdict.into(),
-            verdict: v.name().into(),
+            rails: rails_verdict,
+            verdict: v.class(),
             detail: v.detail().unwrap_or_default().to_string(),
             ms: (total * 10.0).round() / 10.0,
         });
@@ -1228,7 +1253,7 @@ impl Host for Desk {
             reason: why.to_string(),
             no_change: true,
         };
-        self.record_step(&p, "not planned", &v, None, None);
+        self.record_step(&p, RailsVerdict::NotPlanned, &v, None, None);
         self.history.push(PastStep {
             action: "(nothing planned)".into(),
             verdict: format!("failed: {why}"),
@@ -1293,7 +1318,7 @@ impl Host for Desk {
                 self.record_failed(e);
             }
             self.emit_event(Event::SessionEnded {
-                status: format!("{status:?}").to_lowercase(),
+                status,
                 summary: summary.to_string(),
             });
             self.ended = Some((status, summary.to_string()));
@@ -1475,7 +1500,11 @@ fn plan_or(plan: &str, batch: &Batch) -> String {
 }
 
 /// Every action of `batch` with the same outcome, resolved steps where the rails made them.
-fn outcomes(batch: &Batch, checked: Option<&Checked>, outcome: &'static str) -> Vec<ActionOutcome> {
+fn outcomes(
+    batch: &Batch,
+    checked: Option<&Checked>,
+    outcome: tool::Outcome,
+) -> Vec<ActionOutcome> {
     batch
         .actions
         .iter()

@@ -104,6 +104,38 @@ impl ActStatus {
     }
 }
 
+/// What happened to one action of a batch (its `outcome` in the act tool's result).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    Stopped,
+    Failed,
+    /// Not run, after an earlier action failed.
+    Skipped,
+    /// Observe mode: it would have run.
+    WouldRun,
+    /// Refused or declined: nothing ran.
+    NotRun,
+}
+
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Done => "done",
+            Outcome::Stopped => "stopped",
+            Outcome::Failed => "failed",
+            Outcome::Skipped => "skipped",
+            Outcome::WouldRun => "would-run",
+            Outcome::NotRun => "not-run",
+        }
+    }
+
+    /// It was sent (or began to be): a typed text may be on screen.
+    pub fn was_sent(self) -> bool {
+        matches!(self, Outcome::Done | Outcome::Stopped | Outcome::Failed)
+    }
+}
+
 /// What happened to one action of a batch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActionOutcome {
@@ -111,8 +143,7 @@ pub struct ActionOutcome {
     pub action: &'static str,
     /// The resolved step ("click at (130, 108)"), when the rails got that far.
     pub step: Option<String>,
-    /// done | stopped | failed | skipped (after a failure) | would-run | not-run
-    pub outcome: &'static str,
+    pub outcome: Outcome,
     pub error: Option<String>,
     pub ms: f64,
 }
@@ -249,7 +280,7 @@ impl ActResult {
             .iter()
             .map(|a| {
                 let mut v =
-                    json!({"index": a.index, "action": a.action, "outcome": a.outcome, "ms": a.ms});
+                    json!({"index": a.index, "action": a.action, "outcome": a.outcome.name(), "ms": a.ms});
                 if let Some(s) = &a.step {
                     v["step"] = Value::from(s.as_str());
                 }
@@ -300,6 +331,34 @@ impl ActResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names the act tool's result carries (a model reads them; `voxdesk act --json`
+    /// prints them): pinned, so a rename cannot change them silently.
+    #[test]
+    fn outcome_and_status_names_are_pinned() {
+        let outcomes = [
+            (Outcome::Done, "done"),
+            (Outcome::Stopped, "stopped"),
+            (Outcome::Failed, "failed"),
+            (Outcome::Skipped, "skipped"),
+            (Outcome::WouldRun, "would-run"),
+            (Outcome::NotRun, "not-run"),
+        ];
+        for (o, n) in outcomes {
+            assert_eq!(o.name(), n);
+        }
+        let statuses = [
+            (ActStatus::Ran, "ran"),
+            (ActStatus::Recorded, "recorded"),
+            (ActStatus::Refused, "refused"),
+            (ActStatus::Declined, "declined"),
+            (ActStatus::Stopped, "stopped"),
+            (ActStatus::Failed, "failed"),
+        ];
+        for (s, n) in statuses {
+            assert_eq!(s.as_str(), n);
+        }
+    }
     use voxdesk_core::geometry::Rect;
 
     #[test]
@@ -379,7 +438,7 @@ mod tests {
                 index: 1,
                 action: "click",
                 step: None,
-                outcome: "not-run",
+                outcome: Outcome::NotRun,
                 error: None,
                 ms: 0.0,
             }],

@@ -9,6 +9,7 @@
 use voxdesk_core::action::{Action, Batch, Expect, Pos};
 use voxdesk_core::geometry::Rect;
 use voxdesk_perception::Target;
+use voxdesk_record::session::Verification;
 use voxdesk_screen::text::{label_matches, located, occurrences, runs, Run};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -26,13 +27,18 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn name(&self) -> &'static str {
+    /// The verdict's class, as records and events carry it.
+    pub fn class(&self) -> Verification {
         match self {
-            Verdict::Verified(_) => "verified",
-            Verdict::Failed { .. } => "failed",
-            Verdict::Unconfirmed(_) => "unconfirmed",
-            Verdict::Unverified => "unverified",
+            Verdict::Verified(_) => Verification::Verified,
+            Verdict::Failed { .. } => Verification::Failed,
+            Verdict::Unconfirmed(_) => Verification::Unconfirmed,
+            Verdict::Unverified => Verification::Unverified,
         }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.class().name()
     }
 
     /// What was seen: why it verified or why it did not.

@@ -71,6 +71,8 @@ pub struct Perceiver {
     prev: Option<(u32, u32, Vec<u8>)>,
     labels: Vec<Label>,
     targets: Vec<Target>,
+    /// Developer aid (`perception.debug_dir`): every strip handed to Tesseract is written here.
+    debug_dir: Option<std::path::PathBuf>,
 }
 
 impl Perceiver {
@@ -83,7 +85,13 @@ impl Perceiver {
             prev: None,
             labels: Vec::new(),
             targets: Vec::new(),
+            debug_dir: None,
         })
+    }
+
+    /// Write every strip handed to Tesseract into `dir` (for developers; none: nowhere).
+    pub fn debug_to(&mut self, dir: Option<std::path::PathBuf>) {
+        self.debug_dir = dir;
     }
 
     /// Forget cached strips (a "cold" pass reads everything again).
@@ -141,8 +149,15 @@ impl Perceiver {
             lines.retain(|l| tiles::touches(&l.rect, &dirty));
             let t_detect = Instant::now();
             timings.detect_ms = ms(t_diff, t_detect);
-            let (fresh, n) =
-                recognize::recognise(rgba, width, height, &lines, &self.pool, &mut self.cache)?;
+            let (fresh, n) = recognize::recognise(
+                rgba,
+                width,
+                height,
+                &lines,
+                &self.pool,
+                &mut self.cache,
+                self.debug_dir.as_deref(),
+            )?;
             strips_read = n;
             timings.ocr_ms = ms(t_detect, Instant::now());
             self.labels = if full {
@@ -209,13 +224,11 @@ impl Perceiver {
         };
         let strip = recognize::make_strip(&own, r.w as u32, r.h as u32, &line);
         let g = &strip.gray;
-        if let Some(dir) = std::env::var_os("VOXDESK_DEBUG_DIR") {
+        if let Some(dir) = &self.debug_dir {
             // Developer aid: the exact image Tesseract reads.
             static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
             let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let _ = g.save(
-                std::path::Path::new(&dir).join(format!("line-{n:04}-{}-{}.png", rect.x, rect.y)),
-            );
+            let _ = g.save(dir.join(format!("line-{n:04}-{}-{}.png", rect.x, rect.y)));
         }
         let words = self
             .pool

@@ -724,6 +724,7 @@ pub fn recognise(
     lines: &[LineBox],
     pool: &EnginePool,
     cache: &mut StripCache,
+    debug_dir: Option<&std::path::Path>,
 ) -> Result<(Vec<Label>, usize), EngineError> {
     // Glyphs already identified from their shape need no OCR.
     let shaped = lines.iter().filter_map(|l| {
@@ -764,7 +765,9 @@ pub fn recognise(
             .filter(|(_, g)| !g.1.is_empty())
             .map(|(wi, g)| {
                 let strips = &strips;
-                s.spawn(move || pool.with(wi, |engine| read_strips(engine, strips, &g.1)))
+                s.spawn(move || {
+                    pool.with(wi, |engine| read_strips(engine, strips, &g.1, debug_dir))
+                })
             })
             .collect();
         handles
@@ -1176,14 +1179,15 @@ fn read_strips(
     engine: &mut super::engine::Engine,
     strips: &[Strip],
     idx: &[usize],
+    debug_dir: Option<&std::path::Path>,
 ) -> Result<Vec<(usize, Vec<RawWord>)>, EngineError> {
     let mut out = Vec::with_capacity(idx.len());
     for &i in idx {
         let g = &strips[i].gray;
-        if let Some(dir) = std::env::var_os("VOXDESK_DEBUG_DIR") {
-            // Developer aid: the exact image Tesseract reads.
+        if let Some(dir) = debug_dir {
+            // Developer aid (`perception.debug_dir`): the exact image Tesseract reads.
             let n = DUMP_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let _ = g.save(std::path::Path::new(&dir).join(format!(
+            let _ = g.save(dir.join(format!(
                 "strip-{n:04}-{}-{}{}.png",
                 strips[i].origin.0,
                 strips[i].origin.1,
@@ -1196,9 +1200,9 @@ fn read_strips(
             // read the bolder strokes. A strip it saw nothing in (an icon) is left alone.
             let definite = words.iter().any(|w| w.conf >= RETRY_MIN_CONF);
             if definite && words_to_labels(&words, &strips[i]).is_empty() {
-                if let Some(dir) = std::env::var_os("VOXDESK_DEBUG_DIR") {
+                if let Some(dir) = debug_dir {
                     let (x, y) = strips[i].origin;
-                    let _ = b.save(std::path::Path::new(&dir).join(format!("bolder-{x}-{y}.png")));
+                    let _ = b.save(dir.join(format!("bolder-{x}-{y}.png")));
                 }
                 words = engine.read_gray(b.as_raw(), b.width(), b.height())?;
             }

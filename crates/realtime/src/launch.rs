@@ -20,11 +20,13 @@ pub fn model(loaded: &Loaded, provider: &str, flag: Option<&str>) -> Option<Stri
 }
 
 /// The spec for `provider`/`model`: the user's profiles in the config dir's `models/` first.
+/// `env` is the binary's view of the environment (the API key and endpoint variables).
 pub fn spec(
     loaded: &Loaded,
     provider: &str,
     model: &str,
     endpoint: Option<&str>,
+    env: impl Fn(&str) -> Option<String> + Copy,
 ) -> Result<Spec, SpecError> {
     let p = match provider {
         "gemini" => Provider::Gemini,
@@ -45,7 +47,7 @@ pub fn spec(
         p,
         model,
         endpoint,
-        |k| std::env::var(k).ok(),
+        env,
         config_url,
         user_models.as_deref(),
         cache.as_deref().map(|d| (d, now)),
@@ -55,11 +57,10 @@ pub fn spec(
         },
     )?;
     spec.stop_words = rt.stop_words.clone();
-    // A test knob: how long an unreachable model is retried.
-    spec.give_up_after = std::env::var("VOXDESK_REALTIME_GIVE_UP_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map(std::time::Duration::from_millis);
+    // How long an unreachable model is retried (`realtime.give_up_ms`; tests shorten it).
+    if let Some(ms) = rt.give_up_ms {
+        spec.give_up_after = Some(std::time::Duration::from_millis(ms));
+    }
     Ok(spec)
 }
 
@@ -79,21 +80,25 @@ pub fn pictures(spec: &Spec) -> Option<voxdesk_screen::picture::PictureConfig> {
         })
 }
 
-/// The default microphone (or `VOXDESK_MIC`), streaming `FRAME_MS` frames at `rate` into the
-/// session, and to the local listener when there is one; a full queue drops the frame
-/// (counted), never blocks the mic.
-pub fn mic(session: &Session, rate: u32, listener: Option<mic::Tap>) -> Result<Mic, MicError> {
+/// The microphone (`device`, else the default: `voice.mic`), streaming `FRAME_MS` frames at
+/// `rate` into the session, and to the local listener when there is one; a full queue drops
+/// the frame (counted), never blocks the mic.
+pub fn mic(
+    session: &Session,
+    rate: u32,
+    listener: Option<mic::Tap>,
+    device: Option<&str>,
+) -> Result<Mic, MicError> {
     let Some(tx) = session.audio_in() else {
         return Err(MicError::Open("the session has ended".into()));
     };
-    let device = std::env::var("VOXDESK_MIC").ok().filter(|d| !d.is_empty());
     let mut taps = vec![mic::Tap {
         rate,
         frame_ms: FRAME_MS,
         sink: Box::new(move |f| tx.try_send(Down::Audio(f.pcm)).is_ok()),
     }];
     taps.extend(listener);
-    Mic::start_taps(device.as_deref(), taps)
+    Mic::start_taps(device, taps)
 }
 
 /// The local listener beside a realtime model: barge-in on voxdesk's own voice (the model's
@@ -104,6 +109,7 @@ pub fn listener(
     stop_words: &[String],
     barge: Option<voxdesk_voice::narrate::Barge>,
     latch: std::sync::Arc<voxdesk_input::stop::StopLatch>,
+    voice: &voxdesk_core::config::Voice,
 ) -> Option<voxdesk_voice::listen::Listener> {
     use voxdesk_voice::grammar::Mode;
     use voxdesk_voice::listen::{Listener, Spec};
@@ -113,7 +119,7 @@ pub fn listener(
     };
     let start = |recognise: bool| {
         Listener::start(
-            Spec::new(stop_words.to_vec(), recognise, Mode::StopOnly),
+            Spec::new(stop_words.to_vec(), recognise, Mode::StopOnly).tuned(voice),
             barge.clone(),
             latch.clone(),
             Some(Box::new(on_interrupt.clone())),
@@ -126,4 +132,66 @@ pub fn listener(
             start(false).ok()
         }
     }
+}
+
+/// How a session sounds: spoken aloud, and written to WAVs.
+pub struct Voice {
+    pub speak: bool,
+    pub wav: Option<std::path::PathBuf>,
+    /// The settings' voice knobs (the microphone, the listener's).
+    pub knobs: voxdesk_core::config::Voice,
+}
+
+/// Drive `task` on `desk` by a realtime model (`run` and the daemon): one voice thread owns the
+/// speaker (voxdesk's sentences and the model's speech), the local listener hears the person
+/// over it, and the microphone streams to the model when there is one.
+pub fn drive_realtime(
+    desk: &mut voxdesk_desk::Desk,
+    spec: &crate::driver::Spec,
+    voice: Voice,
+    task: &str,
+    limits: voxdesk_agent::Limits,
+) -> std::io::Result<voxdesk_record::session::Status> {
+    use crate::driver::RealtimeDriver;
+    use crate::session::{Playback, Silent};
+    let latch = desk.latch();
+    desk.send_pictures(pictures(spec));
+    let narrator =
+        voxdesk_voice::narrate::Narrator::new(voice.speak, voice.wav, Some(latch.clone()));
+    let speaker: Box<dyn Playback> = match narrator.speaker() {
+        Some(s) if voice.speak => Box::new(s),
+        _ => Box::new(Silent::new()),
+    };
+    let barge = narrator.barge();
+    desk.subscribe(Box::new(narrator));
+    let session = spec.start(latch.clone(), speaker)?;
+    // The person may speak (a stop word, a correction); no microphone is not an error here.
+    let local = listener(
+        &session,
+        &spec.stop_words,
+        barge,
+        latch.clone(),
+        &voice.knobs,
+    );
+    let tap = local.as_ref().map(|l| l.mic_tap());
+    let mic = mic(
+        &session,
+        spec.profile.input_rate,
+        tap,
+        voice.knobs.mic.as_deref(),
+    )
+    .map_err(|e| tracing::warn!("{e}; the task runs without listening"))
+    .ok();
+    let mut driver = RealtimeDriver::new(spec, session, latch, Some(task.to_string()));
+    let end = voxdesk_agent::drive(&mut driver, desk, limits);
+    drop(mic);
+    let stats = driver.finish();
+    tracing::info!(
+        "realtime: {} connection(s), {} resumed, {} frames in ({} unreadable)",
+        stats.connections,
+        stats.resumed,
+        stats.frames_in,
+        stats.frames_bad
+    );
+    Ok(end.status)
 }

@@ -17,9 +17,6 @@ pub mod transport;
 pub mod turns;
 pub mod wire;
 
-#[cfg(test)]
-mod golden;
-
 use serde_json::Value;
 
 /// The desk's tools (`prompts/tools.v2.json`) as (name, description, JSON Schema), for either

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::session::now_ms;
+use super::session::{now_ms, RailsVerdict, Status, Verification};
 
 /// The loop's states. Transitions between them are events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -58,8 +58,8 @@ pub enum Event {
     Step {
         index: usize,
         observation_id: String,
-        rails: String,
-        verdict: String,
+        rails: RailsVerdict,
+        verdict: Verification,
         detail: String,
         ms: f64,
     },
@@ -93,7 +93,7 @@ pub enum Event {
         cause: String,
     },
     SessionEnded {
-        status: String,
+        status: Status,
         summary: String,
     },
 }

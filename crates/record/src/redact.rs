@@ -146,9 +146,11 @@ impl Secrets {
                 detail,
                 ms: _,
             } => {
-                for s in [observation_id, rails, verdict, detail] {
+                for s in [observation_id, detail] {
                     self.mask_in(s);
                 }
+                // A rule's name is the rails' own word, never typed text; the verdict is a name.
+                let _ = (rails, verdict);
             }
             Event::Refusal {
                 rule,
@@ -177,10 +179,7 @@ impl Secrets {
                 self.mask_in(text);
             }
             Event::EmergencyStop { cause } => self.mask_in(cause),
-            Event::SessionEnded { status, summary } => {
-                self.mask_in(status);
-                self.mask_in(summary);
-            }
+            Event::SessionEnded { status: _, summary } => self.mask_in(summary),
         }
         e
     }
@@ -188,12 +187,8 @@ impl Secrets {
     /// A step record with every text it carries masked.
     pub fn mask_step(&self, s: &mut StepRecord) {
         self.mask_value(&mut s.actions);
-        for t in [
-            &mut s.plan,
-            &mut s.detail,
-            &mut s.rails,
-            &mut s.observation_id,
-        ] {
+        // The rails' verdict is a name or a rule's name: the rails' words, never typed text.
+        for t in [&mut s.plan, &mut s.detail, &mut s.observation_id] {
             self.mask_in(t);
         }
     }
@@ -210,6 +205,7 @@ impl Secrets {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::{RailsVerdict, Verification};
     use serde_json::json;
 
     #[test]
@@ -252,7 +248,7 @@ mod tests {
             "{text}"
         );
         let e = s.mask_event(Event::SessionEnded {
-            status: "failed".into(),
+            status: crate::session::Status::Failed,
             summary: "could not type s3cret".into(),
         });
         assert!(!serde_json::to_string(&e).unwrap().contains("s3cret"));
@@ -260,8 +256,8 @@ mod tests {
             index: 1,
             observation_id: "o1".into(),
             actions: json!([{"action": "type", "text": "s3cret"}]),
-            rails: "password-field".into(),
-            verification: "unverified".into(),
+            rails: RailsVerdict::Refused("password-field".into()),
+            verification: Verification::Unverified,
             detail: String::new(),
             timings_ms: Default::default(),
             screenshot: None,

@@ -86,10 +86,10 @@ fn step(h: &mut String, dir: &Path, s: &StepRecord, slowest: f64) {
         r#"<div class="step"><b>Step {}: {}</b> <span class="badge {v}">{v}</span> rails: <code>{}</code> — {}<br><code>{}</code>"#,
         s.index,
         esc(&s.plan),
-        esc(&s.rails),
+        esc(s.rails.name()),
         esc(&s.detail),
         esc(&s.actions.to_string()),
-        v = esc(&s.verification)
+        v = s.verification.name()
     );
     let t = &s.timings_ms;
     let _ = write!(h, r#"<div class="bar" title="{:.0} ms">"#, total(s));
@@ -203,7 +203,7 @@ impl View {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::{PhaseTimes, Recorder, Status};
+    use crate::session::{PhaseTimes, RailsVerdict, Recorder, Status, Verification};
 
     #[test]
     fn report_embeds_images_marks_clicks_and_escapes_text() {
@@ -224,8 +224,8 @@ mod tests {
             index: 1,
             observation_id: "o1".into(),
             actions: serde_json::json!([{"action":"click"}]),
-            rails: "approved".into(),
-            verification: "verified".into(),
+            rails: RailsVerdict::Approved,
+            verification: Verification::Verified,
             detail: "the screen changed".into(),
             timings_ms: PhaseTimes {
                 capture: 5.0,
@@ -265,8 +265,8 @@ mod tests {
                 index: i + 1,
                 observation_id: "o".into(),
                 actions: serde_json::json!([]),
-                rails: "approved".into(),
-                verification: "verified".into(),
+                rails: RailsVerdict::Approved,
+                verification: Verification::Verified,
                 detail: String::new(),
                 timings_ms: PhaseTimes::default(),
                 screenshot: Some(name.into()),
@@ -297,8 +297,8 @@ mod tests {
             index: 1,
             observation_id: "o1".into(),
             actions: serde_json::json!([]),
-            rails: String::new(),
-            verification: "verified".into(),
+            rails: RailsVerdict::Approved,
+            verification: Verification::Verified,
             detail: String::new(),
             timings_ms: PhaseTimes::default(),
             screenshot: None,

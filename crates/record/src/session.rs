@@ -19,6 +19,83 @@ pub enum Status {
     Stopped,
 }
 
+/// How a step's effect was judged: the verdict's name in records and events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verification {
+    /// The expected change was seen.
+    Verified,
+    /// Nothing changed, or the check failed.
+    Failed,
+    /// The screen changed, but not as expected.
+    Unconfirmed,
+    /// Nothing could be checked (nothing ran, or nothing was expected).
+    Unverified,
+}
+
+impl Verification {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verification::Verified => "verified",
+            Verification::Failed => "failed",
+            Verification::Unconfirmed => "unconfirmed",
+            Verification::Unverified => "unverified",
+        }
+    }
+}
+
+/// What the rails made of a step: its `rails` field in records and events. Serialized as one
+/// string: "approved", "recorded" (observe mode), "confirmation" (no yes), "not planned", or
+/// the refusing rule's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RailsVerdict {
+    Approved,
+    Recorded,
+    Confirmation,
+    NotPlanned,
+    Refused(String),
+}
+
+impl RailsVerdict {
+    pub fn name(&self) -> &str {
+        match self {
+            RailsVerdict::Approved => "approved",
+            RailsVerdict::Recorded => "recorded",
+            RailsVerdict::Confirmation => "confirmation",
+            RailsVerdict::NotPlanned => "not planned",
+            RailsVerdict::Refused(rule) => rule,
+        }
+    }
+
+    fn parse(s: &str) -> RailsVerdict {
+        match s {
+            "approved" => RailsVerdict::Approved,
+            "recorded" => RailsVerdict::Recorded,
+            "confirmation" => RailsVerdict::Confirmation,
+            "not planned" => RailsVerdict::NotPlanned,
+            rule => RailsVerdict::Refused(rule.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for RailsVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for RailsVerdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for RailsVerdict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(RailsVerdict::parse(&String::deserialize(d)?))
+    }
+}
+
 /// Milliseconds spent in each phase of a step.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseTimes {
@@ -37,9 +114,8 @@ pub struct StepRecord {
     /// The actions as the planner gave them (the `act` tool's JSON).
     pub actions: serde_json::Value,
     /// "approved", "recorded" (observe mode), or the refusing rule.
-    pub rails: String,
-    /// verified | failed | unconfirmed | unverified
-    pub verification: String,
+    pub rails: RailsVerdict,
+    pub verification: Verification,
     pub detail: String,
     pub timings_ms: PhaseTimes,
     /// Screenshot files, relative to the session directory.
@@ -78,17 +154,29 @@ pub struct SessionRecord {
 }
 
 impl SessionRecord {
+    /// Refused as a whole: nothing was ever approved, and a rule (or a missing yes) refused a
+    /// step (observe mode's recorded steps and unplanned steps refuse nothing).
+    pub fn refused_throughout(&self) -> bool {
+        self.steps.iter().all(|s| s.rails != RailsVerdict::Approved)
+            && self.steps.iter().any(|s| {
+                matches!(
+                    s.rails,
+                    RailsVerdict::Refused(_) | RailsVerdict::Confirmation
+                )
+            })
+    }
+
     /// Verified steps ÷ steps that were checked; `None` ("n/a") when nothing was checked.
     pub fn verified_rate(&self) -> Option<f64> {
         let checked: Vec<&StepRecord> = self
             .steps
             .iter()
-            .filter(|s| s.verification != "unverified")
+            .filter(|s| s.verification != Verification::Unverified)
             .collect();
         (!checked.is_empty()).then(|| {
             checked
                 .iter()
-                .filter(|s| s.verification == "verified")
+                .filter(|s| s.verification == Verification::Verified)
                 .count() as f64
                 / checked.len() as f64
         })
@@ -308,13 +396,56 @@ pub fn list(root: &Path) -> Vec<Result<SessionRecord, SessionError>> {
 mod tests {
     use super::*;
 
+    /// The names records and events carry are an interface (`events.jsonl`, `session.json`,
+    /// the panel): pinned here, so a rename in the code cannot change them silently.
+    #[test]
+    fn the_serialized_names_are_pinned() {
+        let name = |v: serde_json::Value| v.as_str().unwrap().to_string();
+        let statuses = [
+            (Status::Running, "running"),
+            (Status::Done, "done"),
+            (Status::Failed, "failed"),
+            (Status::Aborted, "aborted"),
+            (Status::Stopped, "stopped"),
+        ];
+        for (s, n) in statuses {
+            assert_eq!(name(serde_json::to_value(s).unwrap()), n);
+            assert_eq!(serde_json::from_value::<Status>(n.into()).unwrap(), s);
+        }
+        let verdicts = [
+            (Verification::Verified, "verified"),
+            (Verification::Failed, "failed"),
+            (Verification::Unconfirmed, "unconfirmed"),
+            (Verification::Unverified, "unverified"),
+        ];
+        for (v, n) in verdicts {
+            assert_eq!(name(serde_json::to_value(v).unwrap()), n);
+            assert_eq!(v.name(), n);
+            assert_eq!(serde_json::from_value::<Verification>(n.into()).unwrap(), v);
+        }
+        let rails = [
+            (RailsVerdict::Approved, "approved"),
+            (RailsVerdict::Recorded, "recorded"),
+            (RailsVerdict::Confirmation, "confirmation"),
+            (RailsVerdict::NotPlanned, "not planned"),
+            (
+                RailsVerdict::Refused("terminal-metachar".into()),
+                "terminal-metachar",
+            ),
+        ];
+        for (r, n) in rails {
+            assert_eq!(name(serde_json::to_value(&r).unwrap()), n);
+            assert_eq!(serde_json::from_value::<RailsVerdict>(n.into()).unwrap(), r);
+        }
+    }
+
     fn step(i: usize, v: &str) -> StepRecord {
         StepRecord {
             index: i,
             observation_id: format!("o{i}"),
             actions: serde_json::json!([{"action":"click","target":1}]),
-            rails: "approved".into(),
-            verification: v.into(),
+            rails: RailsVerdict::Approved,
+            verification: serde_json::from_value(v.into()).unwrap(),
             detail: String::new(),
             timings_ms: PhaseTimes::default(),
             screenshot: None,

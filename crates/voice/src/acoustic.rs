@@ -1,6 +1,6 @@
 //! The recogniser for the room: the stock acoustic model and the noise-adapted one decode each utterance side by side, and the utterance's signal-to-noise ratio picks whose hypothesis counts.
 
-use super::sphinx::{Hypothesis, Recognizer, SphinxError};
+use super::sphinx::{self, Hypothesis, Recognizer, SphinxError};
 
 /// Below this ratio of the speech's level to the room's noise, the noise-adapted model is
 /// heard. Measured (`voxdesk bench voice --part accuracy`): pink noise 10 dB below an
@@ -57,9 +57,9 @@ pub struct Recognizers {
 }
 
 impl Recognizers {
-    pub fn new() -> Result<Recognizers, SphinxError> {
-        let stock = Recognizer::new()?;
-        let noisy = Recognizer::noisy()
+    pub fn new(model: &sphinx::Model) -> Result<Recognizers, SphinxError> {
+        let stock = Recognizer::new(model)?;
+        let noisy = Recognizer::noisy(model)
             .map_err(|e| tracing::warn!("listener: no noise-adapted model: {e}"))
             .ok();
         Ok(Recognizers { stock, noisy })

@@ -13,6 +13,7 @@ use super::floor::{self, Floor, Tuning};
 use super::grammar::{self, Heard, Mode};
 use super::mic::{self, Frame};
 use super::narrate::{Barge, Cue};
+use super::sphinx;
 use voxdesk_input::stop::{Cause, StopLatch};
 
 /// The detector's rate and frame (earshot takes 256 samples at 16 kHz).
@@ -83,6 +84,10 @@ pub struct Spec {
     pub reject_below: f64,
     /// Clean the microphone's frames of steady noise before the recogniser hears them.
     pub denoise: bool,
+    /// Write each utterance heard as a WAV here (to listen to what was not understood).
+    pub dump_dir: Option<std::path::PathBuf>,
+    /// The recogniser's model.
+    pub model: sphinx::Model,
 }
 
 impl Spec {
@@ -93,14 +98,20 @@ impl Spec {
             mode,
             push_to_talk: None,
             tuning: Tuning::default(),
-            // A knob for measuring the threshold (`voxdesk bench voice`), not a setting.
-            reject_below: std::env::var("VOXDESK_REJECT_BELOW")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(REJECT_BELOW),
-            // A knob for measuring what cleaning brings (`VOXDESK_DENOISE=0`), not a setting.
-            denoise: std::env::var("VOXDESK_DENOISE").map_or(true, |v| v != "0"),
+            reject_below: REJECT_BELOW,
+            denoise: true,
+            dump_dir: None,
+            model: sphinx::Model::default(),
         }
+    }
+
+    /// With the settings' voice knobs (`voice.*`: rejection, cleaning, the dump, the model).
+    pub fn tuned(mut self, v: &voxdesk_core::config::Voice) -> Spec {
+        self.reject_below = v.reject_below.unwrap_or(REJECT_BELOW);
+        self.denoise = v.denoise;
+        self.dump_dir = v.dump_dir.clone();
+        self.model = sphinx::Model::from_settings(v);
+        self
     }
 }
 
@@ -172,7 +183,7 @@ impl Listener {
         on_interrupt: Option<Box<dyn FnMut() + Send>>,
     ) -> anyhow::Result<Listener> {
         let recognizer = if spec.recognise {
-            Some(Recognizers::new()?)
+            Some(Recognizers::new(&spec.model)?)
         } else {
             None
         };
@@ -206,6 +217,7 @@ impl Listener {
                     ptt_was: None,
                     stop_words: spec.stop_words,
                     reject_below: spec.reject_below,
+                    dump_dir: spec.dump_dir,
                     barge,
                     latch,
                     on_interrupt,
@@ -286,6 +298,7 @@ struct Worker {
     ptt_was: Option<bool>,
     stop_words: Vec<String>,
     reject_below: f64,
+    dump_dir: Option<std::path::PathBuf>,
     barge: Option<Barge>,
     latch: Arc<StopLatch>,
     on_interrupt: Option<Box<dyn FnMut() + Send>>,
@@ -564,13 +577,10 @@ impl Worker {
             self.stats.heard_in_noise.fetch_add(1, Ordering::Relaxed);
         }
         let decode_ms = t.elapsed().as_secs_f64() * 1000.0;
-        if let Some(dir) = std::env::var_os("VOXDESK_LISTEN_DUMP") {
+        if let Some(dir) = &self.dump_dir {
             // What was heard, to listen to when it was not understood.
             let n = self.stats.utterances.load(Ordering::Relaxed);
-            let _ = write_wav(
-                &std::path::Path::new(&dir).join(format!("{n:03}.wav")),
-                &pcm,
-            );
+            let _ = write_wav(&dir.join(format!("{n:03}.wav")), &pcm);
         }
         let confidence = h.confidence();
         let meaning = judge(g, &h.text, confidence, Limits::of(model, self.reject_below));

@@ -13,11 +13,35 @@ use super::phonemes;
 /// Where Debian's `pocketsphinx-en-us` puts the model.
 const MODEL_DIR: &str = "/usr/share/pocketsphinx/model/en-us";
 
-/// The model in `VOXDESK_SPHINX_MODEL`, or Debian's.
-fn model_dir() -> PathBuf {
-    std::env::var_os("VOXDESK_SPHINX_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(MODEL_DIR))
+/// Which model the decoders load, and extra decoder flags (`voice.sphinx_model`,
+/// `voice.sphinx_args` in the settings).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    pub dir: PathBuf,
+    pub args: Vec<String>,
+}
+
+impl Default for Model {
+    /// Debian's model, no extra flags.
+    fn default() -> Model {
+        Model {
+            dir: PathBuf::from(MODEL_DIR),
+            args: Vec::new(),
+        }
+    }
+}
+
+impl Model {
+    /// From the settings: their model directory, else Debian's.
+    pub fn from_settings(v: &voxdesk_core::config::Voice) -> Model {
+        Model {
+            dir: v
+                .sphinx_model
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(MODEL_DIR)),
+            args: v.sphinx_args.clone(),
+        }
+    }
 }
 
 /// The noise-adapted model's parts (`models/sphinx-noisy/make.sh`): the decoder flag for each,
@@ -119,15 +143,15 @@ fn cstr(s: &str) -> CString {
 }
 
 impl Recognizer {
-    /// Start the decoder on the model in `VOXDESK_SPHINX_MODEL` or Debian's.
-    pub fn new() -> Result<Recognizer, SphinxError> {
-        Recognizer::with_model(&model_dir(), &[])
+    /// Start the decoder on `model`.
+    pub fn new(model: &Model) -> Result<Recognizer, SphinxError> {
+        Recognizer::with_model(&model.dir, &model.args)
     }
 
     /// The same model adapted to noise (`models/sphinx-noisy/`, built in): its Gaussians and
     /// mixture weights moved by MAP adaptation on commands spoken under pink, white and brown
     /// noise. Better in a noisy room, worse at free dictation in a quiet one.
-    pub fn noisy() -> Result<Recognizer, SphinxError> {
+    pub fn noisy(model: &Model) -> Result<Recognizer, SphinxError> {
         // pocketsphinx reads its model from files, once, when the decoder starts: they live in
         // a private temporary folder until then.
         let tmp = tempfile::Builder::new()
@@ -142,7 +166,8 @@ impl Recognizer {
             args.push(flag.to_string());
             args.push(p.to_string_lossy().into_owned());
         }
-        Recognizer::with_model(&model_dir(), &args)
+        args.extend(model.args.iter().cloned());
+        Recognizer::with_model(&model.dir, &args)
     }
 
     /// A decoder on the model in `dir`, with `overrides` of its parts (`-mean FILE`, …).
@@ -152,18 +177,13 @@ impl Recognizer {
         if !hmm.join("mdef").exists() || !dict.exists() {
             return Err(SphinxError::NoModel(dir.display().to_string()));
         }
-        let extra = std::env::var("VOXDESK_SPHINX_ARGS").unwrap_or_default();
         let base = [
             "-hmm".to_string(),
             hmm.to_string_lossy().into_owned(),
             "-dict".into(),
             dict.to_string_lossy().into_owned(),
         ];
-        let extra: Vec<String> = overrides
-            .iter()
-            .cloned()
-            .chain(extra.split_whitespace().map(str::to_string))
-            .collect();
+        let extra: Vec<String> = overrides.to_vec();
         let (decoder, config) = init(base.iter().chain(&extra)).ok_or(SphinxError::Init)?;
         let lm = dir.join("en-us-phone.lm.bin");
         let phones = if lm.exists() {

@@ -331,7 +331,7 @@ pub fn local(runs: usize, with_accuracy: bool) -> Result<String> {
     // The idle listening path's CPU, before anything else runs in this process.
     eprintln!("bench voice (local): idle CPU…");
     let listener = Arc::new(Listener::start(
-        Spec::new(stop_words.clone(), true, Mode::Commands),
+        Spec::new(stop_words.clone(), true, Mode::Commands).tuned(crate::voice_knobs()),
         None,
         latch.clone(),
         None,
@@ -442,7 +442,7 @@ pub fn local(runs: usize, with_accuracy: bool) -> Result<String> {
     let narrator = Narrator::new(true, None, None);
     let barge = narrator.barge().context("no voice thread")?;
     let listener = Listener::start(
-        Spec::new(stop_words.clone(), false, Mode::StopOnly),
+        Spec::new(stop_words.clone(), false, Mode::StopOnly).tuned(crate::voice_knobs()),
         Some(barge.clone()),
         latch.clone(),
         None,
@@ -567,7 +567,7 @@ pub fn accuracy(stop_words: &[String]) -> Result<String> {
     // A listener for each condition: one that has sat in the noise, as a user's would.
     let start = || -> Result<Listener> {
         let l = Listener::start(
-            Spec::new(stop_words.to_vec(), true, Mode::Commands),
+            Spec::new(stop_words.to_vec(), true, Mode::Commands).tuned(crate::voice_knobs()),
             None,
             latch.clone(),
             None,

@@ -84,6 +84,19 @@ enum BenchCmd {
     },
 }
 
+/// The settings' voice knobs (`VOXDESK_DENOISE=0`, `VOXDESK_REJECT_BELOW`, …), read once.
+pub fn voice_knobs() -> &'static voxdesk_core::config::Voice {
+    static KNOBS: std::sync::OnceLock<voxdesk_core::config::Voice> = std::sync::OnceLock::new();
+    KNOBS.get_or_init(|| {
+        voxdesk_core::config::load(None, |k| std::env::var(k).ok(), &[])
+            .map(|l| l.settings.voice)
+            .unwrap_or_else(|e| {
+                eprintln!("voxdesk bench: settings: {e} (using the defaults)");
+                voxdesk_core::config::Settings::default().voice
+            })
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli.what) {

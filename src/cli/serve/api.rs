@@ -31,6 +31,9 @@ pub struct App {
     pub runner: Runner,
     pub hub: Arc<Hub>,
     pub health: Health,
+    /// Cancelled when the daemon is going: every event stream sends what the hub still holds
+    /// for it, then ends, so the server's graceful shutdown completes by itself.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 type Shared = Arc<App>;
@@ -331,6 +334,8 @@ struct Feed {
     live: tokio::sync::broadcast::Receiver<Arc<Item>>,
     last: u64,
     gap: bool,
+    /// The daemon is going: send what is queued, then end.
+    draining: bool,
 }
 
 fn sse(i: &Item) -> SseEvent {
@@ -349,6 +354,7 @@ async fn events(State(app): State<Shared>, headers: HeaderMap) -> impl IntoRespo
         live: s.live,
         last: s.after,
         gap: s.gap,
+        draining: false,
     };
     let st: std::pin::Pin<Box<dyn Stream<Item = Result<SseEvent, Infallible>> + Send>> =
         Box::pin(stream::unfold(feed, next_event));
@@ -372,7 +378,21 @@ async fn next_event(mut f: Feed) -> Option<(Result<SseEvent, Infallible>, Feed)>
             f.last = i.id;
             return Some((Ok(sse(&i)), f));
         }
-        match f.live.recv().await {
+        if f.draining {
+            return None;
+        }
+        let got = tokio::select! {
+            got = f.live.recv() => got,
+            () = f.app.shutdown.cancelled() => {
+                // Drain: what the hub holds past this stream's last event (the session's
+                // ending), then the end of the stream.
+                let (missed, _) = f.app.hub.since(f.last);
+                f.queue.extend(missed);
+                f.draining = true;
+                continue;
+            }
+        };
+        match got {
             Ok(i) => f.queue.push_back(i),
             // Fell behind the live feed: catch up from what the hub keeps.
             Err(RecvError::Lagged(_)) => {

@@ -58,10 +58,10 @@ pub fn run(url: &str, token: &str, s: Start) -> Result<Exit> {
     {
         let (http, url, auth, id) = (http.clone(), url.to_string(), auth.clone(), id.clone());
         let mut asked = false;
-        crate::cli::on_signals(move |_| {
+        crate::cli::on_signals(move |name| {
             if asked {
                 eprintln!("voxdesk: exiting; the daemon finishes stopping the session");
-                std::process::exit(130);
+                Exit::Signalled(name).now();
             }
             asked = true;
             eprintln!("voxdesk: stopping the session on the daemon");

@@ -7,6 +7,7 @@ pub mod health;
 pub mod hub;
 pub mod runner;
 
+use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,6 +16,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::{settings, Exit};
+
+/// How long a going daemon waits for its last requests once every event stream has ended.
+const GRACE: Duration = Duration::from_secs(5);
 use voxdesk_record::session::{self, sessions_dir};
 
 pub struct ServeArgs {
@@ -143,6 +147,7 @@ pub fn serve(a: ServeArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         runner,
         hub,
         health,
+        shutdown: tokio_util::sync::CancellationToken::new(),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -184,17 +189,19 @@ pub fn serve(a: ServeArgs, config: Option<&std::path::Path>) -> Result<Exit> {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             }
-            // Event streams never end by themselves: give requests a moment, then go.
-            let disc = discovery_path().unwrap_or_default();
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_secs(2)).await;
-                let _ = std::fs::remove_file(disc);
-                std::process::exit(0);
-            });
+            // Every event stream drains and ends; the server then finishes by itself.
+            a2.shutdown.cancel();
         };
-        let served = axum::serve(listener, api::router(app))
+        let going = app.shutdown.clone();
+        let serving = axum::serve(listener, api::router(app))
             .with_graceful_shutdown(shutdown)
-            .await;
+            .into_future();
+        // A client that never closes its connection does not hold the daemon: once going, it
+        // waits at most GRACE for the last requests.
+        let served = tokio::select! {
+            s = serving => s,
+            () = async { going.cancelled().await; tokio::time::sleep(GRACE).await } => Ok(()),
+        };
         let _ = std::fs::remove_file(&disc);
         served.context("serving")
     })?;

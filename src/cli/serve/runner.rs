@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::hub::{Hub, HubSink};
-use crate::cli::run::{drive_realtime, Voice};
 use voxdesk_agent::registry::{self, RegistryError};
 use voxdesk_agent::{drive, Limits};
 use voxdesk_core::config::{Loaded, Mode};
 use voxdesk_desk::confirm::{Confirm, Question};
 use voxdesk_desk::{Desk, RecordSpec, RefusedByLock};
 use voxdesk_input::stop::{Cause, StopLatch};
+use voxdesk_realtime::launch::{drive_realtime, Voice};
 use voxdesk_record::session::Status;
 use voxdesk_voice::narrate::Narrator;
 
@@ -207,8 +207,10 @@ impl Runner {
         let mut decomposition = Vec::new();
         let (provider, model, plan) = match registry::resolve_realtime(&provider, Some(&model)) {
             Ok(Some((p, m))) => {
-                let spec = voxdesk_realtime::launch::spec(&self.loaded, p, &m, None)
-                    .map_err(|e| StartError::Bad(e.to_string()))?;
+                let spec = voxdesk_realtime::launch::spec(&self.loaded, p, &m, None, |k| {
+                    std::env::var(k).ok()
+                })
+                .map_err(|e| StartError::Bad(e.to_string()))?;
                 (p.to_string(), m, Plan::Realtime(Box::new(spec)))
             }
             Ok(None) => {
@@ -259,6 +261,7 @@ impl Runner {
         };
         let (hub, speak, step_cap) = (self.hub.clone(), self.speak, self.step_cap);
         let max_failures = settings.rails.max_failures;
+        let voice_knobs = settings.voice.clone();
         let (l, a, d) = (latch.clone(), asker.clone(), done.clone());
         let spawned = std::thread::Builder::new()
             .name("voxdesk-session".into())
@@ -300,7 +303,11 @@ impl Runner {
                         }
                     },
                     Plan::Realtime(spec) => {
-                        let voice = Voice { speak, wav: None };
+                        let voice = Voice {
+                            speak,
+                            wav: None,
+                            knobs: voice_knobs.clone(),
+                        };
                         if let Err(e) = drive_realtime(&mut desk, &spec, voice, &task, limits) {
                             use voxdesk_desk::Host;
                             let _ = desk.end(Status::Failed, &format!("{e:#}"));

@@ -4,8 +4,8 @@ use std::io::Write;
 
 use serde_json::{json, Value};
 
-use super::wire::{GeminiWire, OpenAiWire, Opening, Wire};
-use super::{gemini, openai};
+use voxdesk_realtime::wire::{GeminiWire, OpenAiWire, Opening, Wire};
+use voxdesk_realtime::{gemini, openai};
 
 /// Every frame kind, as (provider, frame).
 fn frames() -> Vec<(&'static str, String)> {
