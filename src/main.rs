@@ -269,8 +269,8 @@ fn run(cli: Cli) -> Result<Exit> {
             push_to_talk,
             narration_wav,
             step_cap,
-        } => cli::listen::listen(
-            cli::listen::ListenArgs {
+        } => {
+            let args = cli::ListenArgs {
                 provider,
                 model,
                 endpoint,
@@ -279,9 +279,13 @@ fn run(cli: Cli) -> Result<Exit> {
                 push_to_talk,
                 narration_wav,
                 step_cap,
-            },
-            config,
-        ),
+            };
+            if args.provider == "local" {
+                cli::listen_local::listen_local(args, config)
+            } else {
+                cli::listen::listen(args, config)
+            }
+        }
         Cmd::Run {
             provider,
             model,

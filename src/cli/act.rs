@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use super::{settings, stop_on_signals, Exit, TerminalConfirm};
 use voxdesk_desk::confirm::{AssumeYes, Confirm};
 use voxdesk_desk::tool::{ActResult, ActStatus, ToolCall, ToolResult};
-use voxdesk_desk::{Desk, Host, RefusedByLock};
+use voxdesk_desk::{Desk, DeskError, Host};
 use voxdesk_input::stop::StopLatch;
 
 pub fn run(
@@ -42,11 +42,11 @@ pub fn run(
     };
     let mut desk = match Desk::new(&loaded.settings, None, confirm, latch) {
         Ok(d) => d,
-        Err(e) if e.downcast_ref::<RefusedByLock>().is_some() => {
+        Err(e @ DeskError::RefusedByLock(_)) => {
             eprintln!("voxdesk: {e}");
             return Ok(Exit::Refused);
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     if let ToolResult::Error { message, .. } = desk.call(&ToolCall::Observe) {
         anyhow::bail!(message);

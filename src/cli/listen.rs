@@ -4,43 +4,18 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 
-use super::{open_desk, settings, stop_on_signals, Console, Exit};
+use super::{open_desk, settings, stop_on_signals, Console, Exit, ListenArgs};
 use voxdesk_agent::registry;
 use voxdesk_agent::{drive, Limits};
 use voxdesk_desk::RecordSpec;
 use voxdesk_input::stop::StopLatch;
 use voxdesk_realtime::driver::{RealtimeDriver, INSTRUCTION_VERSION};
 use voxdesk_realtime::session::{Playback, Silent};
-use voxdesk_record::events::{Event, Sink, Stamped};
+use voxdesk_record::events::Event;
 use voxdesk_record::session::sessions_dir;
-use voxdesk_voice::narrate::Narrator;
-
-pub struct ListenArgs {
-    pub provider: String,
-    pub model: Option<String>,
-    pub endpoint: Option<String>,
-    pub mode: Option<String>,
-    pub quiet: bool,
-    pub push_to_talk: Option<String>,
-    pub narration_wav: Option<std::path::PathBuf>,
-    pub step_cap: usize,
-}
-
-/// One voice for every task's desk.
-pub struct SharedVoice(pub Arc<Mutex<Narrator>>);
-impl Sink for SharedVoice {
-    fn take(&mut self, e: &Stamped) -> Result<(), String> {
-        match self.0.lock() {
-            Ok(mut n) => n.take(e),
-            Err(_) => Ok(()),
-        }
-    }
-}
+use voxdesk_voice::narrate::{Narrator, Shared};
 
 pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
-    if a.provider == "local" {
-        return super::listen_local::listen_local(a, config);
-    }
     let loaded = settings(config, a.mode.clone())?;
     let model = voxdesk_realtime::launch::model(&loaded, &a.provider, a.model.as_deref());
     let (provider, model) = match registry::resolve_realtime(&a.provider, model.as_deref()) {
@@ -147,7 +122,7 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
             break;
         };
         desk.subscribe(Box::new(Console));
-        desk.subscribe(Box::new(SharedVoice(voice.clone())));
+        desk.subscribe(Box::new(Shared(voice.clone())));
         desk.send_pictures(voxdesk_realtime::launch::pictures(&spec));
         let end = drive(
             &mut driver,

@@ -5,18 +5,18 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::listen::{ListenArgs, SharedVoice};
+use super::ListenArgs;
 use super::{settings, stop_on_signals, Console, Exit};
 use voxdesk_agent::offline::LocalPlanner;
 use voxdesk_agent::{drive, Driver, Limits};
-use voxdesk_desk::{Desk, RecordSpec, RefusedByLock};
+use voxdesk_desk::{Desk, DeskError, RecordSpec};
 use voxdesk_input::stop::{Cause, HeldWatcher, StopLatch};
 use voxdesk_record::session::sessions_dir;
 use voxdesk_voice::ask::VoiceConfirm;
 use voxdesk_voice::grammar::{Heard, Mode};
 use voxdesk_voice::listen::{self, Listener, Note};
 use voxdesk_voice::mic::Mic;
-use voxdesk_voice::narrate::Narrator;
+use voxdesk_voice::narrate::{Narrator, Shared};
 
 pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     let loaded = settings(config, a.mode.clone())?;
@@ -73,11 +73,11 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
     super::say_if_observing(s);
     let mut desk = match Desk::new(s, None, Box::new(confirm), latch.clone()) {
         Ok(d) => d,
-        Err(e) if e.downcast_ref::<RefusedByLock>().is_some() => {
+        Err(e @ DeskError::RefusedByLock(_)) => {
             eprintln!("voxdesk: {e}");
             return Ok(Exit::Refused);
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let say = |text: &str| {
         println!("🗣  {text}");
@@ -205,7 +205,7 @@ fn run_one(
         latch.clone(),
     )?;
     desk.subscribe(Box::new(Console));
-    desk.subscribe(Box::new(SharedVoice(voice.clone())));
+    desk.subscribe(Box::new(Shared(voice.clone())));
     let end = drive(
         &mut planner,
         desk,

@@ -57,6 +57,18 @@ impl Exit {
     }
 }
 
+/// `voxdesk listen`'s arguments (a realtime model's, or the offline recogniser's with `local`).
+pub struct ListenArgs {
+    pub provider: String,
+    pub model: Option<String>,
+    pub endpoint: Option<String>,
+    pub mode: Option<String>,
+    pub quiet: bool,
+    pub push_to_talk: Option<String>,
+    pub narration_wav: Option<std::path::PathBuf>,
+    pub step_cap: usize,
+}
+
 /// Settings from defaults, the file, the environment, and `--mode`.
 pub fn settings(
     config: Option<&Path>,
@@ -89,11 +101,11 @@ pub fn open_desk(
 ) -> anyhow::Result<Option<voxdesk_desk::Desk>> {
     match voxdesk_desk::Desk::new(settings, Some(record), Box::new(TerminalConfirm), latch) {
         Ok(d) => Ok(Some(d)),
-        Err(e) if e.downcast_ref::<voxdesk_desk::RefusedByLock>().is_some() => {
+        Err(e @ voxdesk_desk::DeskError::RefusedByLock(_)) => {
             eprintln!("voxdesk: {e}");
             Ok(None)
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -101,7 +113,7 @@ pub fn open_desk(
 pub struct Console;
 
 impl Sink for Console {
-    fn take(&mut self, e: &Stamped) -> Result<(), String> {
+    fn take(&mut self, e: &Stamped) -> Result<(), voxdesk_record::events::SinkError> {
         match &e.event {
             Event::Narration { text } => println!("🗣  {text}"),
             Event::Transcript { who, text } => println!("{who}: {text}"),
@@ -188,5 +200,27 @@ pub fn bench(args: &[std::ffi::OsString]) -> Result<Exit> {
             "the benchmarks are a dev tool of their own: build them with `cargo build --release -p voxdesk-bench` (no `voxdesk-bench` beside this program or on PATH)"
         )),
         Err(e) => Err(anyhow::anyhow!("running {}: {e}", program.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Exit;
+
+    /// Scripts depend on these: pinned.
+    #[test]
+    fn exit_codes_are_decided_here() {
+        let codes = [
+            (Exit::Ok, 0),
+            (Exit::Failed, 1),
+            (Exit::BadInput, 2),
+            (Exit::Refused, 3),
+            (Exit::Stopped, 4),
+            (Exit::Signalled("SIGINT"), 130),
+            (Exit::Signalled("SIGTERM"), 143),
+        ];
+        for (e, c) in codes {
+            assert_eq!(e.code(), c, "{e:?}");
+        }
     }
 }

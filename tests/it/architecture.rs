@@ -149,6 +149,145 @@ fn crates_depend_only_on_the_layers_below_and_never_on_dev_crates() {
     assert!(bad.is_empty(), "{bad:#?}");
 }
 
+/// Within a crate, the files' uses form no cycle (the crate root, which declares them all,
+/// aside; tests aside): a stage that needs a type from the one after it has it moved down
+/// (perception's `Label`), so each file can be read knowing only those it uses.
+#[test]
+fn files_within_a_crate_use_each_other_without_cycles() {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut crates: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for (file, code) in sources() {
+        let (krate, rest) = match file.strip_prefix("dev/") {
+            Some(r) => r.split_once('/').unwrap(),
+            None => file.split_once('/').unwrap_or(("voxdesk", file.as_str())),
+        };
+        let (krate, rest) = if file.starts_with("cli/") || !file.contains('/') {
+            ("voxdesk", file.as_str())
+        } else {
+            (krate, rest)
+        };
+        let module = rest.trim_end_matches(".rs").replace("/mod", "");
+        if ["lib", "main"].contains(&module.as_str()) {
+            continue;
+        }
+        // Code only, tests aside.
+        let code = code
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        crates
+            .entry(krate.to_string())
+            .or_default()
+            .insert(module, code);
+    }
+    let mut bad = Vec::new();
+    for (krate, files) in &crates {
+        let name = |m: &str| m.rsplit('/').next().unwrap().to_string();
+        let edges: BTreeMap<&String, BTreeSet<&String>> = files
+            .iter()
+            .map(|(m, code)| {
+                let to = files
+                    .keys()
+                    .filter(|o| *o != m)
+                    .filter(|o| {
+                        let n = name(o);
+                        uses(code, &format!("super::{n}"))
+                            || uses(code, &format!("crate::{n}::"))
+                            || uses(code, &format!("crate::{n};"))
+                            || uses(code, &format!("crate::cli::{n}"))
+                    })
+                    .collect();
+                (m, to)
+            })
+            .collect();
+        // Depth-first search for a path back to the start.
+        for start in files.keys() {
+            let mut stack = vec![(start, vec![start.clone()])];
+            let mut seen = BTreeSet::new();
+            while let Some((at, path)) = stack.pop() {
+                for next in &edges[at] {
+                    if *next == start {
+                        bad.push(format!("{krate}: {} → {start}", path.join(" → ")));
+                    } else if seen.insert(*next) {
+                        let mut p = path.clone();
+                        p.push((*next).clone());
+                        stack.push((next, p));
+                    }
+                }
+            }
+        }
+    }
+    bad.sort();
+    bad.dedup();
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// A yes is made only from the person's answer: `Yes::answering` is called by `confirm::ask`
+/// and nowhere else (the compiler keeps every other crate out; this keeps the safety crate's
+/// other files out).
+#[test]
+fn only_ask_makes_a_yes() {
+    let makers: Vec<String> = sources()
+        .into_iter()
+        .filter(|(_, code)| {
+            let code = code.split("#[cfg(test)]").next().unwrap_or_default();
+            uses(code, "Yes::answering(")
+        })
+        .map(|(f, _)| f)
+        .collect();
+    assert_eq!(makers, ["safety/confirm.rs"]);
+}
+
+/// `anyhow` is the binaries' (and dev tools'): every library crate says what failed with an
+/// error type of its own.
+#[test]
+fn anyhow_only_in_the_binaries() {
+    let mut bad = Vec::new();
+    for (name, m) in manifests() {
+        let binary = name == "voxdesk" || DEV.contains(&name.as_str());
+        let lib_deps = m
+            .split("[dev-dependencies]")
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        if !binary && lib_deps.lines().any(|l| l.trim().starts_with("anyhow")) {
+            bad.push(name);
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "library crates depending on anyhow: {bad:?}"
+    );
+}
+
+/// Settings come only through `config`: the binary reads the environment once (`config::load`
+/// with its `ENV` table, each variable shown by `voxdesk config`; a provider's key and URL
+/// through the reader it hands `launch::spec`). A library file reads only the platform's own
+/// variables, where the X and runtime-dir code needs them (DISPLAY, WAYLAND_DISPLAY,
+/// XDG_SESSION_TYPE, XDG_RUNTIME_DIR, TESSDATA_PREFIX).
+#[test]
+fn the_library_reads_the_environment_only_for_the_platform() {
+    let readers = [
+        "core/private.rs",
+        "desk/lib.rs",
+        "perception/engine.rs",
+        "screen/capture.rs",
+        "screen/desktop.rs",
+    ];
+    let mut bad = Vec::new();
+    for (file, code) in sources() {
+        let library = !(file.starts_with("cli/") || file == "main.rs" || file.starts_with("dev/"));
+        if library && uses(&code, "env::var") && !readers.contains(&file.as_str()) {
+            bad.push(file);
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "library files reading the environment: {bad:#?}"
+    );
+}
+
 /// No benchmark or harness in the product: the binary's sources hold none, and `voxdesk bench`
 /// runs the separate `voxdesk-bench` program.
 #[test]

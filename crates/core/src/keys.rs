@@ -14,7 +14,141 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::action::{Combo, Modifier};
+/// A key combination: modifiers (sorted, deduplicated) and one key, all lower-case names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Combo {
+    pub modifiers: Vec<Modifier>,
+    pub key: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Modifier {
+    Ctrl,
+    Alt,
+    Shift,
+    Super,
+}
+
+impl Modifier {
+    /// Its name in a combo ("ctrl").
+    pub fn name(self) -> &'static str {
+        match self {
+            Modifier::Ctrl => "ctrl",
+            Modifier::Alt => "alt",
+            Modifier::Shift => "shift",
+            Modifier::Super => "super",
+        }
+    }
+}
+
+/// Canonical key names voxdesk accepts (after aliases).
+const KEYS: &[&str] = &[
+    "enter",
+    "kp_enter",
+    "iso_left_tab",
+    "tab",
+    "escape",
+    "backspace",
+    "delete",
+    "insert",
+    "home",
+    "end",
+    "pageup",
+    "pagedown",
+    "up",
+    "down",
+    "left",
+    "right",
+    "space",
+    "menu",
+    "capslock",
+    "printscreen",
+];
+
+/// Parse "ctrl+shift+s", "Alt+F4", "Return".
+pub fn parse_combo(s: &str) -> Result<Combo, String> {
+    match s.trim_matches(' ') {
+        "" if !s.is_empty() => return parse_combo("space"),
+        "+" => return parse_combo("plus"),
+        _ => {}
+    }
+    // Only spaces are trimmed: a control character is a key name to judge ("\r" is Return).
+    let parts: Vec<String> = s
+        .split('+')
+        .map(|p| p.trim_matches(' ').to_lowercase())
+        .collect();
+    if s.trim_matches(' ').is_empty() || parts.iter().any(|p| p.is_empty()) {
+        // "ctrl++" (plus key) is the one legal empty part.
+        if let Some(base) = s.trim_matches(' ').strip_suffix("++") {
+            let mut c = parse_combo(&format!("{base}+plus"))?;
+            c.key = "+".into();
+            return Ok(c);
+        }
+        return Err(format!(
+            "`combo` {s:?} is not a key combination like \"ctrl+s\""
+        ));
+    }
+    let (key, mods) = parts.split_last().expect("non-empty");
+    let mut modifiers = Vec::new();
+    for m in mods {
+        let m = match m.as_str() {
+            "ctrl" | "control" => Modifier::Ctrl,
+            "alt" => Modifier::Alt,
+            "shift" => Modifier::Shift,
+            "super" | "meta" | "win" | "cmd" => Modifier::Super,
+            other => {
+                return Err(format!(
+                    "`combo` {s:?}: {other:?} is not a modifier (ctrl, alt, shift, super)"
+                ))
+            }
+        };
+        if !modifiers.contains(&m) {
+            modifiers.push(m);
+        }
+    }
+    modifiers.sort();
+    let key = match key.as_str() {
+        "return" | "enter" => "enter".to_string(),
+        "esc" | "escape" => "escape".to_string(),
+        "del" | "delete" => "delete".to_string(),
+        "pgup" | "page_up" | "pageup" | "prior" => "pageup".to_string(),
+        "pgdn" | "page_down" | "pagedown" | "next" => "pagedown".to_string(),
+        "plus" => "+".to_string(),
+        // A modifier pressed on its own.
+        "ctrl" | "control" => "ctrl".to_string(),
+        "alt" | "shift" | "super" => key.clone(),
+        k if KEYS.contains(&k) => k.to_string(),
+        k if k.len() >= 2
+            && k.starts_with('f')
+            && k[1..].parse::<u8>().is_ok_and(|n| (1..=24).contains(&n)) =>
+        {
+            k.to_string()
+        }
+        k if k.chars().count() == 1 => {
+            let c = k.chars().next().unwrap_or(' ');
+            match named_char(c) {
+                Ok(Some(name)) => name.to_string(),
+                Ok(None) => k.to_string(),
+                Err(e) => return Err(format!("`combo` {s:?}: {e}")),
+            }
+        }
+        other => return Err(format!("`combo` {s:?}: unknown key {other:?}")),
+    };
+    Ok(Combo { modifiers, key })
+}
+
+impl fmt::Display for Combo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for m in &self.modifiers {
+            write!(f, "{}+", m.name())?;
+        }
+        // "+" alone would not parse back ("ctrl++" does, "+" does not): it is named.
+        match self.key.as_str() {
+            "+" => write!(f, "plus"),
+            k => write!(f, "{k}"),
+        }
+    }
+}
 
 /// An X keysym.
 pub type Keysym = u32;

@@ -5,7 +5,11 @@
 //! is a [`ToolResult`] that says why; nothing here panics or returns early past the record.
 //! The desk emits events; it never prints or speaks.
 
+mod act;
 pub mod confirm;
+pub mod eyes;
+pub mod hands;
+mod lines;
 pub mod observation;
 pub mod packet;
 pub mod pictures;
@@ -20,23 +24,23 @@ use voxdesk_core::action::{parse_combo, Action, Batch, Expect};
 use voxdesk_core::config::{Mode, Settings};
 use voxdesk_core::geometry::{Mapping, Rect};
 use voxdesk_core::keys::Keymap;
-use voxdesk_input::actuator::{Actuator, Outcome};
-use voxdesk_input::lock::GuiLock;
-use voxdesk_input::stop::{Cause, StopLatch, StopWatcher};
-use voxdesk_perception::{engine, Perceiver, Perception, Target};
+use voxdesk_input::actuator::Outcome;
+use voxdesk_input::stop::{Cause, StopLatch};
+use voxdesk_perception::{Perception, Target};
 use voxdesk_record::events::{Bus, Event, JsonlSink, Sink, State};
 use voxdesk_record::redact::Secrets;
 use voxdesk_record::session::{PhaseTimes, RailsVerdict, Recorder, Status, StepRecord};
 use voxdesk_safety::confirm::ask as ask_yes;
 use voxdesk_safety::rails::{self, Checked, Decision, Refusal, Screen, Step};
-use voxdesk_safety::terminal::Line;
 use voxdesk_screen as screen;
-use voxdesk_screen::capture::{self, Capturer};
-use voxdesk_screen::desktop::{self, Shown, Windows};
+use voxdesk_screen::desktop::{self, Shown};
 use voxdesk_screen::frame::Frame;
 use voxdesk_screen::picture::{self, PictureConfig};
 
 use confirm::{Confirm, Question};
+use eyes::{Eyes, ScreenEyes};
+use hands::{DeviceHands, Hands};
+use lines::Lines;
 use packet::PastStep;
 use tool::{ActResult, ActStatus, ActionOutcome, ErrorKind, ObservationView, ToolCall, ToolResult};
 use verify::{overlay, repeatable, typed_at, verify, Evidence, Verdict};
@@ -96,15 +100,36 @@ pub struct RecordSpec {
     pub prompt_version: String,
 }
 
-/// The GUI lock refused: reported as a refusal (exit 3), not a crash.
-#[derive(Debug)]
-pub struct RefusedByLock(pub String);
-impl std::fmt::Display for RefusedByLock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "refused by rule `gui-lock`: {}", self.0)
-    }
+/// Why a desk could not be opened (or a session begun on it).
+#[derive(Debug, thiserror::Error)]
+pub enum DeskError {
+    /// The GUI lock refused: another voxdesk holds the screen. A refusal (exit 3), not a crash.
+    #[error("refused by rule `gui-lock`: {0}")]
+    RefusedByLock(String),
+    #[error("{0}: refusing to run without an emergency stop")]
+    NoStop(String),
+    #[error(transparent)]
+    Actuator(#[from] voxdesk_input::actuator::ActuatorError),
+    #[error(transparent)]
+    Capture(#[from] voxdesk_screen::capture::CaptureError),
+    #[error(transparent)]
+    Perception(#[from] voxdesk_perception::engine::EngineError),
+    #[error(transparent)]
+    Record(#[from] voxdesk_record::session::SessionError),
+    #[error("session records at {path}: {source}")]
+    Events {
+        path: String,
+        source: std::io::Error,
+    },
 }
-impl std::error::Error for RefusedByLock {}
+
+/// The devices a desk runs on, and what it reads once from the display.
+pub(crate) struct Devices {
+    pub eyes: Box<dyn Eyes>,
+    pub hands: Box<dyn Hands>,
+    pub lines: Lines,
+    pub keymap: Keymap,
+}
 
 /// A batch on its way through `act`: what it was planned on and its result so far.
 struct Pending {
@@ -164,9 +189,8 @@ impl Observation {
 
 pub struct Desk {
     settings: Settings,
-    capturer: Capturer,
-    perceiver: Perceiver,
-    windows: Option<Windows>,
+    eyes: Box<dyn Eyes>,
+    hands: Box<dyn Hands>,
     /// Every text this session typed (what "shows" does not count as the app's own).
     typed: Vec<String>,
     /// Where that typing was read once typed (the same text there is still the typing).
@@ -181,9 +205,6 @@ pub struct Desk {
     /// again; cleared by a look (`observe`).
     unsure: Option<Vec<Action>>,
     latch: Arc<StopLatch>,
-    actuator: Actuator,
-    _watch: StopWatcher,
-    _lock: Option<GuiLock>,
     confirm: Box<dyn Confirm>,
     bus: Bus,
     recorder: Option<Recorder>,
@@ -223,27 +244,34 @@ impl Desk {
         record: Option<RecordSpec>,
         confirm: Box<dyn Confirm>,
         latch: Arc<StopLatch>,
-    ) -> anyhow::Result<Desk> {
-        // The lock comes first: two voxdesks must not even plan against each other's work.
-        let lock = if settings.rails.mode == Mode::Observe {
-            None
-        } else {
-            let display = std::env::var("DISPLAY").unwrap_or_default();
-            Some(
-                GuiLock::acquire(&display, settings.lock_lease_ms)
-                    .map_err(|e| anyhow::anyhow!(RefusedByLock(e.to_string())))?,
-            )
-        };
-        let watch = StopWatcher::start(
-            &settings.stop.combo,
-            Duration::from_millis(settings.stop.hold_ms),
-            latch.clone(),
+    ) -> Result<Desk, DeskError> {
+        let display = std::env::var("DISPLAY").unwrap_or_default();
+        let hands = DeviceHands::open(settings, &display, latch.clone())?;
+        let eyes = ScreenEyes::open(settings)?;
+        Desk::with_devices(
+            settings,
+            record,
+            confirm,
+            latch,
+            Devices {
+                eyes: Box::new(eyes),
+                hands: Box::new(hands),
+                lines: Lines::load(&display),
+                // Without the server's table, the layout the rails assume is US.
+                keymap: desktop::keymap().unwrap_or_else(|_| Keymap::us()),
+            },
         )
-        .map_err(|e| anyhow::anyhow!("{e}: refusing to run without an emergency stop"))?;
-        let actuator = Actuator::start(latch.clone()).map_err(|e| anyhow::anyhow!(e))?;
-        let capturer = Capturer::new()?;
-        let mut perceiver = Perceiver::new(engine::default_workers())?;
-        perceiver.debug_to(settings.perception.debug_dir.clone());
+    }
+
+    /// A desk on the given devices (the real ones from `new`; a fake screen and fake hands in
+    /// the act pipeline's tests).
+    pub(crate) fn with_devices(
+        settings: &Settings,
+        record: Option<RecordSpec>,
+        confirm: Box<dyn Confirm>,
+        latch: Arc<StopLatch>,
+        devices: Devices,
+    ) -> Result<Desk, DeskError> {
         let mut bus = Bus::default();
         let (recorder, task, decomposition) = open_record(settings, record, &mut bus)?;
         let id_prefix = recorder
@@ -252,22 +280,15 @@ impl Desk {
             .unwrap_or_else(|| format!("obs-{:x}", std::process::id()));
         Ok(Desk {
             settings: settings.clone(),
-            capturer,
-            perceiver,
-            // Without it only a menu drawn inside a window can be classed "something else
-            // opened" (see `judge`).
-            windows: Windows::open().ok(),
+            eyes: devices.eyes,
+            hands: devices.hands,
             typed: Vec::new(),
             typed_at: Vec::new(),
             focus: None,
-            lines: Lines::load(&std::env::var("DISPLAY").unwrap_or_default()),
-            // Without the server's table, the layout the rails assume is US.
-            keymap: desktop::keymap().unwrap_or_else(|_| Keymap::us()),
+            lines: devices.lines,
+            keymap: devices.keymap,
             unsure: None,
             latch,
-            actuator,
-            _watch: watch,
-            _lock: lock,
             confirm,
             bus,
             recorder,
@@ -294,18 +315,12 @@ impl Desk {
     /// record and stop latch, the session's own state cleared; the capturer, the OCR engines
     /// with their cache, the lock and the window list stay, so its first look is quick. The
     /// caller subscribes its sinks again.
-    pub fn begin(&mut self, record: RecordSpec, latch: Arc<StopLatch>) -> anyhow::Result<()> {
+    pub fn begin(&mut self, record: RecordSpec, latch: Arc<StopLatch>) -> Result<(), DeskError> {
         if self.ended.is_none() && self.recorder.is_some() {
             let _ = self.end(Status::Failed, "the session ended without finishing");
         }
         if !Arc::ptr_eq(&latch, &self.latch) {
-            self._watch = StopWatcher::start(
-                &self.settings.stop.combo,
-                Duration::from_millis(self.settings.stop.hold_ms),
-                latch.clone(),
-            )
-            .map_err(|e| anyhow::anyhow!("{e}: refusing to run without an emergency stop"))?;
-            self.actuator = Actuator::start(latch.clone()).map_err(|e| anyhow::anyhow!(e))?;
+            self.hands.rebind(latch.clone())?;
             self.latch = latch;
         }
         let mut bus = Bus::default();
@@ -465,7 +480,7 @@ impl Desk {
     /// `o` with the windows shown now (`None` when they cannot be listed).
     fn shown(&self, mut o: Observation) -> Observation {
         if o.windows.is_none() {
-            o.windows = self.windows.as_ref().and_then(|w| w.list().ok());
+            o.windows = self.eyes.windows();
         }
         o
     }
@@ -480,15 +495,11 @@ impl Desk {
     /// Capture and perceive one frame (`full`: read every label, not only changed tiles).
     fn look(&mut self, full: bool) -> Result<Observation, String> {
         let t = Instant::now();
-        let frame = self.capturer.capture().map_err(|e| e.to_string())?;
+        let frame = self.eyes.capture()?;
         let capture_ms = ms_since(t);
-        let (w, h) = frame.size();
-        let perception = self
-            .perceiver
-            .perceive(frame.image.as_raw(), w, h, full)
-            .map_err(|e| e.to_string())?;
+        let perception = self.eyes.perceive(&frame, full)?;
         self.seq += 1;
-        let (app, title, window, window_rect) = match capture::focused_window().ok().flatten() {
+        let (app, title, window, window_rect) = match self.eyes.focused() {
             Some(w) => (
                 Some(w.app.clone()),
                 Some(w.title).filter(|t| !t.is_empty()),
@@ -602,554 +613,6 @@ impl Desk {
             format!("could not look at the screen: {e}"),
         )
     }
-
-    fn act(&mut self, batch: &Batch) -> ToolResult {
-        let plan_ms = ms_since(self.returned);
-        let Some(obs) = self.latest.take() else {
-            return ToolResult::error(
-                ErrorKind::BadCall,
-                "act needs an observation: call observe first",
-            );
-        };
-        self.judge_secrets(batch, &obs);
-        let why = if self.plan.is_empty() {
-            "act".to_string()
-        } else {
-            self.secrets.mask(&self.plan)
-        };
-        self.go(State::Act, &why);
-        let mut p = self.pending(obs, batch, plan_ms);
-        let outcome = match self.approved(&mut p) {
-            Some(a) => self.run_and_verify(&mut p, a),
-            None => Ok(None),
-        };
-        let ran = matches!(p.result.status, ActStatus::Ran | ActStatus::Failed);
-        if ran {
-            // Not confirmed, or not even looked at afterwards.
-            let unsure = p.result.verdict.is_miss() || outcome.is_err();
-            self.unsure = (unsure && !p.result.repeatable).then(|| p.batch.actions.clone());
-        }
-        match outcome {
-            Ok(after) => {
-                // Nothing ran (refused, recorded, declined, stopped): the screen is the one the
-                // batch was checked against, and it is still the latest.
-                let after = after.unwrap_or(p.obs);
-                if p.result.after.is_none() {
-                    p.result.after = Some(self.view_of(&after));
-                }
-                self.latest = Some(after);
-                ToolResult::Act(Box::new(p.result))
-            }
-            // The batch ran but the screen could not be seen: the driver must observe again.
-            Err(why) => ToolResult::error(ErrorKind::Capture, why),
-        }
-    }
-
-    /// A batch about to be judged against `obs`, with its result so far: nothing ran yet.
-    fn pending(&mut self, obs: Observation, batch: &Batch, plan_ms: f64) -> Pending {
-        let mut batch = batch.clone();
-        let named = batch
-            .observation_id
-            .get_or_insert_with(|| obs.id.clone())
-            .clone();
-        let plan = self.secrets.mask(&std::mem::take(&mut self.plan));
-        let result = ActResult {
-            observation_id: named,
-            app: obs.app.clone(),
-            status: ActStatus::Refused,
-            refusal: None,
-            actions: outcomes(&batch, None, tool::Outcome::NotRun),
-            verdict: Verdict::Unverified,
-            changed: false,
-            appeared: Vec::new(),
-            opened: Vec::new(),
-            repeatable: repeatable(&batch, &obs.perception.targets),
-            step: None,
-            after: None,
-        };
-        let times = PhaseTimes {
-            capture: obs.timing.map_or(0.0, |t| t.0),
-            ocr: obs.timing.map_or(0.0, |t| t.1),
-            plan: plan_ms,
-            ..Default::default()
-        };
-        Pending {
-            index: self.recorder.as_ref().map_or(0, |r| r.record.steps.len()) + 1,
-            obs,
-            batch,
-            plan,
-            result,
-            times,
-            clicks: Vec::new(),
-        }
-    }
-
-    /// Stale check, rails, mode and confirmation: the approved batch, or `None` with the result
-    /// (stopped, refused, recorded, declined) filled in and recorded.
-    fn approved(&mut self, p: &mut Pending) -> Option<rails::Approved> {
-        if let Some(cause) = self.stopped() {
-            p.result.status = ActStatus::Stopped;
-            p.result.refusal = Some(stopped_refusal(cause));
-            return None;
-        }
-        let popups = popups_of(&p.obs);
-        let screen = Screen {
-            observation_id: &p.result.observation_id,
-            latest_id: &p.obs.id,
-            targets: &p.obs.perception.targets,
-            mapping: p.obs.mapping,
-            app: p.obs.app.as_deref(),
-            focus: self
-                .focus
-                .as_ref()
-                .filter(|f| f.carried(&p.obs.perception.targets)),
-            keymap: &self.keymap,
-            line: p.obs.window.as_ref().map(|w| self.lines.get(w)),
-            window: p.obs.window_rect,
-            popups: &popups,
-        };
-        let rails = &self.settings.rails;
-        // The same batch again, right after it ran and could not be confirmed, with no look in
-        // between: doing it twice could do it twice (type twice, send twice).
-        let blind = self
-            .unsure
-            .as_ref()
-            .is_some_and(|prev| verify::repeats(prev, &p.batch.actions));
-        let checked = if blind {
-            Err(Refusal {
-                rule: "blind-repeat",
-                action: None,
-                message: "this batch ran a moment ago and could not be confirmed; running it again could do it twice: observe, check what the first one did, then decide".into(),
-            })
-        } else {
-            rails::check(&p.batch, &screen, rails, &self.settings.stop.combo)
-        };
-        let checked = match checked {
-            Ok(c) => c,
-            Err(r) => {
-                self.emit_event(Event::Refusal {
-                    rule: r.rule.into(),
-                    action: r.action,
-                    message: r.message.clone(),
-                });
-                p.result.step = self.record_step(
-                    p,
-                    RailsVerdict::Refused(r.rule.into()),
-                    &Verdict::Unverified,
-                    None,
-                    None,
-                );
-                p.result.refusal = Some(r);
-                return None;
-            }
-        };
-        p.clicks = click_points(&checked, &p.obs.mapping);
-        p.result.actions = outcomes(&p.batch, Some(&checked), tool::Outcome::NotRun);
-        let why = match self.approve(checked.clone(), &p.plan) {
-            Ok(a) => {
-                // Where the keyboard will be, and what a terminal's line will read, once it all
-                // ran (`run_and_verify` forgets both when something did not).
-                self.focus = a.focus().cloned();
-                if let (Some(w), Some(l)) = (&p.obs.window, a.line()) {
-                    self.lines.set(w, l.clone());
-                }
-                return Some(a);
-            }
-            Err(why) => why,
-        };
-        let shot = self.screenshot(&p.obs, &format!("step-{:03}.png", p.index));
-        let rails_verdict = match why {
-            Ok(()) => {
-                p.result.status = ActStatus::Recorded;
-                p.result.actions = outcomes(&p.batch, Some(&checked), tool::Outcome::WouldRun);
-                self.history.push(PastStep {
-                    action: plan_or(&p.plan, &p.batch),
-                    verdict: "recorded (observe mode: not done)".into(),
-                });
-                RailsVerdict::Recorded
-            }
-            Err(refusal) => {
-                p.result.status = ActStatus::Declined;
-                p.result.refusal = Some(refusal);
-                RailsVerdict::Confirmation
-            }
-        };
-        p.result.step = self.record_step(
-            p,
-            rails_verdict,
-            &Verdict::Unverified,
-            shot.as_deref(),
-            None,
-        );
-        None
-    }
-
-    /// Actuate, settle, verify, record. The screen afterwards, `None` when the stop cut the
-    /// batch, or why the screen could not be seen after it ran.
-    fn run_and_verify(
-        &mut self,
-        p: &mut Pending,
-        approved: rails::Approved,
-    ) -> Result<Option<Observation>, String> {
-        let shot = self.screenshot(&p.obs, &format!("step-{:03}.png", p.index));
-        let t_act = Instant::now();
-        let rate = Duration::from_millis(self.settings.rails.rate_limit_ms);
-        for r in self.actuator.run(approved, rate) {
-            let a = &mut p.result.actions[r.index];
-            a.ms = (r.took.as_secs_f64() * 1000.0 * 10.0).round() / 10.0;
-            a.outcome = match r.outcome {
-                Outcome::Done => tool::Outcome::Done,
-                Outcome::Skipped => tool::Outcome::Skipped,
-                Outcome::Stopped => tool::Outcome::Stopped,
-                Outcome::Failed(e) => {
-                    a.error = Some(e);
-                    tool::Outcome::Failed
-                }
-            };
-        }
-        p.times.act = ms_since(t_act);
-        if p.result
-            .actions
-            .iter()
-            .any(|a| a.outcome != tool::Outcome::Done)
-        {
-            self.focus = None;
-            if let Some(w) = &p.obs.window {
-                let mut l = self.lines.get(w).clone();
-                l.lose();
-                self.lines.set(w, l);
-            }
-        }
-        for (a, o) in p.batch.actions.iter().zip(&p.result.actions) {
-            if let (Action::Type { text }, true) = (a, o.outcome.was_sent()) {
-                self.typed.push(text.clone());
-            }
-        }
-        if let Some(cause) = self.stopped() {
-            p.result.status = ActStatus::Stopped;
-            p.result.refusal = Some(stopped_refusal(cause));
-            p.result.step = self.record_step(
-                p,
-                RailsVerdict::Approved,
-                &Verdict::Unverified,
-                shot.as_deref(),
-                None,
-            );
-            return Ok(None);
-        }
-        let all_ran = p
-            .result
-            .actions
-            .iter()
-            .all(|a| a.outcome == tool::Outcome::Done);
-        p.result.status = if all_ran {
-            ActStatus::Ran
-        } else {
-            ActStatus::Failed
-        };
-        self.go(State::Settle, "acted");
-        let after = match self.settle() {
-            Ok((after, settle_ms, changed)) => {
-                p.times.settle = settle_ms;
-                p.result.changed = changed || after.perception.targets != p.obs.perception.targets;
-                after
-            }
-            Err(e) => {
-                let why =
-                    format!("the batch ran, but the screen could not be looked at afterwards: {e}");
-                let v = Verdict::Failed {
-                    reason: why.clone(),
-                    no_change: false,
-                };
-                self.record_step(p, RailsVerdict::Approved, &v, shot.as_deref(), None);
-                return Err(why);
-            }
-        };
-        self.go(State::Verify, "screen settled");
-        let after = self.judge(p, after, all_ran);
-        let vshot = self.screenshot(&after, &format!("step-{:03}-verify.png", p.index));
-        let verdict = p.result.verdict.clone();
-        p.result.step = self.record_step(
-            p,
-            RailsVerdict::Approved,
-            &verdict,
-            shot.as_deref(),
-            vshot.as_deref(),
-        );
-        self.history.push(PastStep {
-            action: plan_or(&p.plan, &p.batch),
-            verdict: match verdict.detail() {
-                Some(d) => format!("{}: {d}", verdict.name()),
-                None => verdict.name().into(),
-            },
-        });
-        let view = self.view_of(&after);
-        self.observed(&view);
-        p.result.after = Some(view);
-        Ok(Some(after))
-    }
-
-    /// Verify the batch's expectation on the settled screen. A miss is looked at once more
-    /// before it is reported (nothing changed yet: a stale frame is the usual cause; changed but
-    /// not as expected: the app may still be drawing); the screen it was judged on.
-    fn judge(&mut self, p: &mut Pending, mut after: Observation, all_ran: bool) -> Observation {
-        let t = Instant::now();
-        let before = &p.obs.perception.targets;
-        let expect = &p.batch.expect;
-        let earlier = self.typed_at.clone();
-        let judge = |after: &Observation, changed: bool, typed: &[String]| {
-            verify(
-                expect,
-                &Evidence {
-                    before,
-                    after: &after.perception.targets,
-                    changed,
-                    typed,
-                    typed_at: &earlier,
-                },
-            )
-        };
-        let mut verdict = if all_ran {
-            judge(&after, p.result.changed, &self.typed)
-        } else {
-            let why = p
-                .result
-                .actions
-                .iter()
-                .find_map(|a| a.error.clone())
-                .unwrap_or_else(|| "an action failed".into());
-            Verdict::Failed {
-                reason: why,
-                no_change: !p.result.changed,
-            }
-        };
-        if all_ran && verdict.is_miss() {
-            let again = if matches!(verdict, Verdict::Failed { .. }) {
-                self.await_change(NO_CHANGE_WAIT)
-            } else {
-                std::thread::sleep(RECHECK_AFTER);
-                self.settle()
-            };
-            if let Ok((again, _, changed)) = again {
-                p.result.changed |= changed || again.perception.targets != *before;
-                verdict = judge(&again, p.result.changed, &self.typed);
-                after = again;
-            }
-        }
-        let texts = !expect.appears.is_empty() || !expect.shows.is_empty();
-        // What this batch typed, and where it was read once typed: a later "shows" of the
-        // same words does not count them there (a file renamed in a dialog still open).
-        let now_typed: Vec<String> = p
-            .batch
-            .actions
-            .iter()
-            .filter_map(|a| match a {
-                Action::Type { text } => Some(text.clone()),
-                _ => None,
-            })
-            .collect();
-        let mut at = typed_at(&now_typed, before, &after.perception.targets);
-        if all_ran && texts && matches!(verdict, Verdict::Unconfirmed(_)) {
-            // Look where the text went: the lines whose pixels changed, read whole, before
-            // and after (the targets can miss text glued to a caret or inside an input).
-            if let Some((b, a)) = self.reread(&p.obs, &after) {
-                let v = verify(
-                    expect,
-                    &Evidence {
-                        before: &b,
-                        after: &a,
-                        changed: true,
-                        typed: &self.typed,
-                        typed_at: &self.typed_at,
-                    },
-                );
-                at.extend(typed_at(&now_typed, &b, &a));
-                if let Verdict::Verified(why) = v {
-                    verdict = Verdict::Verified(format!("{why}, read where the screen changed"));
-                }
-            }
-            // Still not seen: look through a caret's blink, the last resort (it waits).
-            let mut blinked = false;
-            for _ in 0..BLINK_LOOKS {
-                if !matches!(verdict, Verdict::Unconfirmed(_)) {
-                    break;
-                }
-                std::thread::sleep(BLINK_EVERY);
-                let Ok(mut o) = self.look(false) else { break };
-                o.timing = None;
-                verdict = judge(&o, p.result.changed, &self.typed);
-                after = self.shown(o);
-                blinked = true;
-            }
-            if blinked {
-                at.extend(typed_at(&now_typed, before, &after.perception.targets));
-            }
-        }
-        self.typed_at.extend(at);
-        p.times.verify = ms_since(t);
-        p.result.appeared = appeared(before, &after.perception.targets);
-        // Only when both lists are known: a list that failed is no proof of a new window.
-        if let (Some(w0), Some(w1)) = (&p.obs.windows, &after.windows) {
-            p.result.opened = desktop::opened(w0, w1);
-        }
-        // A menu a page draws has no window of its own; a terminal's new lines are output, and
-        // typed lines are what was typed.
-        let (w, h) = p.obs.frame.size();
-        if p.result.opened.is_empty() && !self.in_terminal(&p.obs) && now_typed.is_empty() {
-            if let Some(r) = overlay(
-                before,
-                &after.perception.targets,
-                &Rect::new(0, 0, w as i32, h as i32),
-            ) {
-                p.result.opened.push(format!(
-                    "a menu or popup drawn at ({}, {}), {}x{}",
-                    r.x, r.y, r.w, r.h
-                ));
-            }
-        }
-        p.result.verdict = verdict;
-        after
-    }
-
-    /// The targets of `before` and `after` with the changed part of each line (the columns whose
-    /// pixels changed, in a band one line high) replaced by that part read as one line; `None`
-    /// when nothing, or too much, changed to read it so.
-    fn reread(
-        &self,
-        before: &Observation,
-        after: &Observation,
-    ) -> Option<(Vec<Target>, Vec<Target>)> {
-        const LINE_GAP: u32 = 3;
-        const LINE_MAX_H: u32 = 64;
-        const MAX_LINES: usize = 6;
-        let bands = screen::frame::changed_bands(&before.frame, &after.frame, LINE_GAP, LINE_MAX_H);
-        if bands.is_empty() || bands.len() > MAX_LINES {
-            return None;
-        }
-        let (w, h) = after.frame.size();
-        let whole = Rect::new(0, 0, w as i32, h as i32);
-        let (mut b, mut a) = (
-            before.perception.targets.clone(),
-            after.perception.targets.clone(),
-        );
-        for band in bands {
-            let r = band.expand_within(1, &whole);
-            for (targets, o) in [(&mut b, before), (&mut a, after)] {
-                let text = self
-                    .perceiver
-                    .read_line(o.frame.image.as_raw(), w, h, r)
-                    .ok()?;
-                tracing::debug!("read where the screen changed, {r:?}: {text:?}");
-                targets.retain(|t| !r.contains(t.rect.centre()));
-                if !text.is_empty() {
-                    targets.push(Target {
-                        id: 0,
-                        text,
-                        rect: r,
-                        conf: 0.5,
-                        new: false,
-                    });
-                }
-            }
-        }
-        Some((b, a))
-    }
-
-    /// Apply the mode and, when needed, the person's yes. `Err(Ok(()))`: observe mode, record
-    /// only; `Err(Err(refusal))`: no yes.
-    fn approve(
-        &mut self,
-        checked: Checked,
-        plan: &str,
-    ) -> Result<rails::Approved, Result<(), Refusal>> {
-        let rails = &self.settings.rails;
-        match rails::approve(checked.clone(), rails.mode, rails, None) {
-            Decision::Run(a) => Ok(a),
-            Decision::Record => Err(Ok(())),
-            Decision::AskFirst(reasons) => {
-                let q = Question::about(&checked, plan, reasons.clone());
-                self.emit_event(Event::ConfirmationAsked {
-                    question: q.text(),
-                    reasons: reasons.clone(),
-                });
-                let yes = ask_yes(self.confirm.as_mut(), &q, &checked, &self.latch);
-                self.emit_event(Event::ConfirmationAnswered { yes: yes.is_some() });
-                let refusal = Refusal {
-                    rule: "confirmation",
-                    action: None,
-                    message: format!("needs a yes ({}) and none was given", reasons.join("; ")),
-                };
-                let Some(yes) = yes else {
-                    return Err(Err(refusal));
-                };
-                let rails = &self.settings.rails;
-                match rails::approve(checked, rails.mode, rails, Some(&yes)) {
-                    Decision::Run(a) => Ok(a),
-                    _ => Err(Err(refusal)),
-                }
-            }
-        }
-    }
-
-    /// Have a step picture drawn and written off the loop; `end` waits for them. `None` when
-    /// the session keeps no screenshots or no record.
-    fn screenshot(&mut self, obs: &Observation, name: &str) -> Option<String> {
-        let dir = self.recorder.as_ref()?.dir.clone();
-        if !self.settings.record_screenshots {
-            return None;
-        }
-        self.pictures
-            .get_or_insert_with(pictures::Pictures::start)
-            .write(
-                obs.frame.clone(),
-                obs.perception.targets.clone(),
-                dir.join(name),
-            );
-        Some(name.to_string())
-    }
-
-    /// Record the step of `p` (when there is a record) and emit it; its number.
-    fn record_step(
-        &mut self,
-        p: &Pending,
-        rails_verdict: RailsVerdict,
-        v: &Verdict,
-        shot: Option<&str>,
-        vshot: Option<&str>,
-    ) -> Option<usize> {
-        let (picture, focus) = focus_of(&p.obs, &p.clicks);
-        let index = self.recorder.as_ref()?.record.steps.len() + 1;
-        let times = p.times.clone();
-        let mut step = StepRecord {
-            index,
-            observation_id: p.obs.id.clone(),
-            actions: p.batch.to_value(),
-            rails: rails_verdict.clone(),
-            verification: v.class(),
-            detail: v.detail().unwrap_or_default().to_string(),
-            timings_ms: times.clone(),
-            screenshot: shot.map(String::from),
-            verify_screenshot: vshot.map(String::from),
-            click_points: p.clicks.clone(),
-            plan: p.plan.clone(),
-            picture: Some(picture),
-            focus,
-        };
-        self.secrets.mask_step(&mut step);
-        if let Some(Err(e)) = self.recorder.as_mut().map(|r| r.push_step(step)) {
-            self.record_failed(e);
-        }
-        let total = times.capture + times.ocr + times.act + times.settle + times.verify;
-        self.emit_event(Event::Step {
-            index,
-            observation_id: p.obs.id.clone(),
-            rails: rails_verdict,
-            verdict: v.class(),
-            detail: v.detail().unwrap_or_default().to_string(),
-            ms: (total * 10.0).round() / 10.0,
-        });
-        Some(index)
-    }
 }
 
 impl Host for Desk {
@@ -1217,7 +680,7 @@ impl Host for Desk {
             .map(|c| rails::approve(c, rails.mode, rails, None))
         {
             Ok(Decision::Run(a)) => self
-                .actuator
+                .hands
                 .run(a, Duration::ZERO)
                 .iter()
                 .all(|r| r.outcome == Outcome::Done),
@@ -1347,7 +810,7 @@ fn open_record(
     settings: &Settings,
     record: Option<RecordSpec>,
     bus: &mut Bus,
-) -> anyhow::Result<(Option<Recorder>, String, Vec<String>)> {
+) -> Result<(Option<Recorder>, String, Vec<String>), DeskError> {
     Ok(match record {
         Some(spec) => {
             let r = Recorder::create(
@@ -1360,7 +823,10 @@ fn open_record(
             )?;
             let events = r.events_path();
             bus.subscribe(Box::new(JsonlSink::open(&events).map_err(|e| {
-                anyhow::anyhow!("session records at {}: {e}", events.display())
+                DeskError::Events {
+                    path: events.display().to_string(),
+                    source: e,
+                }
             })?));
             bus.emit(Event::SessionStarted {
                 session: r.record.id.clone(),
@@ -1388,99 +854,6 @@ fn stopped_refusal(cause: Cause) -> Refusal {
     }
 }
 
-/// Each terminal window's command line, kept beside the GUI lock so the next voxdesk on this
-/// display (another `act`, a new session) goes on from where this one's keys left it: a command
-/// typed by one process and run by the next is still judged whole. A file that cannot be read
-/// makes every terminal's line unknown (Return then needs a yes), never an empty one.
-struct Lines {
-    path: PathBuf,
-    by_window: std::collections::BTreeMap<String, Line>,
-    /// The line of a window not in the file: empty, or unknown when the file was unreadable.
-    unseen: Line,
-}
-
-impl Lines {
-    fn load(display: &str) -> Lines {
-        let mut lines = Lines {
-            path: PathBuf::new(),
-            by_window: Default::default(),
-            unseen: Line::default(),
-        };
-        match voxdesk_input::lock::lock_path(display) {
-            Ok(p) => lines.path = p.with_extension("lines.json"),
-            Err(e) => {
-                tracing::warn!("no private runtime dir ({e}); every terminal line is unknown");
-                lines.unseen.lose();
-                return lines;
-            }
-        }
-        // Believed only when it is ours and private, like serve.json.
-        match voxdesk_core::private::read_own(&lines.path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                tracing::warn!(
-                    "{}: {e}; every terminal line is unknown",
-                    lines.path.display()
-                );
-                lines.unseen.lose();
-            }
-            Ok(bytes) => match serde_json::from_slice::<
-                std::collections::BTreeMap<String, Option<String>>,
-            >(&bytes)
-            {
-                Ok(m) => {
-                    lines.by_window = m.into_iter().map(|(w, t)| (w, Line::restored(t))).collect();
-                }
-                Err(e) => {
-                    tracing::warn!(
-                        "{}: {e}; every terminal line is unknown",
-                        lines.path.display()
-                    );
-                    lines.unseen.lose();
-                }
-            },
-        }
-        lines
-    }
-
-    fn get(&self, window: &str) -> &Line {
-        self.by_window.get(window).unwrap_or(&self.unseen)
-    }
-
-    fn set(&mut self, window: &str, line: Line) {
-        // An empty line is what a window not in the file has: only the others are kept (X
-        // reuses window ids; a stale entry only errs towards a yes).
-        if line.text() == Some("") && self.unseen.text() == Some("") {
-            self.by_window.remove(window);
-        } else {
-            self.by_window.insert(window.to_string(), line);
-        }
-        let saved: std::collections::BTreeMap<&str, Option<&str>> = self
-            .by_window
-            .iter()
-            .map(|(w, l)| (w.as_str(), l.text()))
-            .collect();
-        if self.path.as_os_str().is_empty() {
-            return;
-        }
-        let written = self
-            .path
-            .parent()
-            .map_or(Ok(()), voxdesk_core::private::dir)
-            .and_then(|_| {
-                let tmp = self.path.with_extension("tmp");
-                voxdesk_core::private::write(
-                    &tmp,
-                    &serde_json::to_vec(&saved).unwrap_or_default(),
-                )?;
-                std::fs::rename(&tmp, &self.path)
-            });
-        if let Err(e) = written {
-            tracing::warn!("{}: {e}", self.path.display());
-        }
-    }
-}
-
 /// The menus and popups `obs` shows, in root (logical) pixels.
 fn popups_of(obs: &Observation) -> Vec<Rect> {
     obs.windows
@@ -1489,77 +862,4 @@ fn popups_of(obs: &Observation) -> Vec<Rect> {
         .filter(|w| w.popup)
         .map(|w| Rect::new(w.x, w.y, w.w as i32, w.h as i32))
         .collect()
-}
-
-fn plan_or(plan: &str, batch: &Batch) -> String {
-    if plan.is_empty() {
-        batch.to_value()["actions"].to_string()
-    } else {
-        plan.to_string()
-    }
-}
-
-/// Every action of `batch` with the same outcome, resolved steps where the rails made them.
-fn outcomes(
-    batch: &Batch,
-    checked: Option<&Checked>,
-    outcome: tool::Outcome,
-) -> Vec<ActionOutcome> {
-    batch
-        .actions
-        .iter()
-        .enumerate()
-        .map(|(i, a)| ActionOutcome {
-            index: i + 1,
-            action: a.name(),
-            step: checked.and_then(|c| c.steps().get(i)).map(Step::to_string),
-            outcome,
-            error: None,
-            ms: 0.0,
-        })
-        .collect()
-}
-
-/// Where the batch's clicks land, in model-picture pixels (for the report).
-fn click_points(checked: &Checked, m: &Mapping) -> Vec<[f64; 2]> {
-    checked
-        .steps()
-        .iter()
-        .filter_map(|st| match st {
-            Step::Click { at, .. } => m
-                .logical_to_capture(*at)
-                .ok()
-                .map(|c| m.capture_to_image(c))
-                .map(|p| [p.x, p.y]),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Texts on screen after that the screen before did not have.
-fn appeared(before: &[Target], after: &[Target]) -> Vec<String> {
-    after
-        .iter()
-        .filter(|t| !before.iter().any(|b| b.text == t.text))
-        .map(|t| t.text.clone())
-        .collect()
-}
-
-/// The model picture's size and the part of it a person reviewing the step wants to see: every
-/// target and click point, with a margin (`None` when there is nothing on screen).
-fn focus_of(obs: &Observation, clicks: &[[f64; 2]]) -> ([f64; 2], Option<[f64; 4]>) {
-    let m = &obs.mapping;
-    let pic = Rect::new(0, 0, m.image_w as i32, m.image_h as i32);
-    let mut r: Option<Rect> = None;
-    let mut add = |x: Rect| r = Some(r.map_or(x, |u| u.union(&x)));
-    for t in &obs.perception.targets {
-        add(m.capture_rect_to_image(&t.rect));
-    }
-    for p in clicks {
-        add(Rect::new(p[0] as i32, p[1] as i32, 1, 1));
-    }
-    let focus = r
-        .map(|r| r.expand_within(24, &pic))
-        .map(|r| [r.x as f64, r.y as f64, r.w as f64, r.h as f64]);
-    ([m.image_w as f64, m.image_h as f64], focus)
 }

@@ -56,9 +56,21 @@ pub struct Actuator {
     latch: Arc<StopLatch>,
 }
 
+/// Why the actuator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ActuatorError {
+    /// enigo could not open the display's input.
+    #[error("cannot drive input: {0}")]
+    NoInput(String),
+    #[error("the actuator's thread: {0}")]
+    Thread(#[from] std::io::Error),
+    #[error("the actuator did not start")]
+    Timeout,
+}
+
 impl Actuator {
     /// Start the actuator thread (it connects to `$DISPLAY` through enigo).
-    pub fn start(latch: Arc<StopLatch>) -> Result<Actuator, String> {
+    pub fn start(latch: Arc<StopLatch>) -> Result<Actuator, ActuatorError> {
         let (tx, rx) = mpsc::channel::<Job>();
         let (ready_tx, ready_rx) = mpsc::channel();
         let l = latch.clone();
@@ -76,14 +88,13 @@ impl Actuator {
                         worker(e, rx, l);
                     }
                     Err(err) => {
-                        let _ = ready_tx.send(Err(format!("cannot drive input: {err}")));
+                        let _ = ready_tx.send(Err(ActuatorError::NoInput(err.to_string())));
                     }
                 }
-            })
-            .map_err(|e| e.to_string())?;
+            })?;
         ready_rx
             .recv_timeout(Duration::from_secs(5))
-            .map_err(|_| "the actuator did not start".to_string())??;
+            .map_err(|_| ActuatorError::Timeout)??;
         Ok(Actuator {
             jobs: Some(tx),
             handle: Some(handle),

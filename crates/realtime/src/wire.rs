@@ -52,6 +52,15 @@ pub struct Opening {
     pub instruction: String,
 }
 
+/// A server frame either provider's decoder could not read (the frame is dropped, counted).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WireError {
+    #[error(transparent)]
+    Gemini(#[from] gemini::DecodeError),
+    #[error(transparent)]
+    OpenAi(#[from] openai::DecodeError),
+}
+
 /// A provider's wire format, as the session uses it.
 pub trait Wire: Send {
     fn provider(&self) -> Provider;
@@ -63,7 +72,7 @@ pub trait Wire: Send {
     /// replayed into a new one (OpenAI)?
     fn resumes(&self) -> bool;
     /// One server frame as events; a frame that cannot be read is an error to log, never a crash.
-    fn decode(&mut self, frame: &[u8]) -> Result<Vec<Up>, String>;
+    fn decode(&mut self, frame: &[u8]) -> Result<Vec<Up>, WireError>;
     fn audio(&self, pcm: &[i16]) -> String;
     /// A user turn in text (with a picture when one is allowed), asking for a response.
     fn user_turn(&mut self, text: &str, jpeg: Option<&[u8]>) -> Vec<String>;
@@ -136,8 +145,8 @@ impl Wire for GeminiWire {
             compress_at_tokens: self.compress_at_tokens,
         })]
     }
-    fn decode(&mut self, frame: &[u8]) -> Result<Vec<Up>, String> {
-        let events = gemini::decode(frame).map_err(|e| e.to_string())?;
+    fn decode(&mut self, frame: &[u8]) -> Result<Vec<Up>, WireError> {
+        let events = gemini::decode(frame)?;
         let mut ups = Vec::new();
         for e in events {
             use gemini::ServerEvent as G;
@@ -276,9 +285,9 @@ impl Wire for OpenAiWire {
             transcription_model: self.transcription_model.clone(),
         })]
     }
-    fn decode(&mut self, frame: &[u8]) -> Result<Vec<Up>, String> {
+    fn decode(&mut self, frame: &[u8]) -> Result<Vec<Up>, WireError> {
         use openai::ServerEvent as O;
-        let e = openai::decode(frame).map_err(|e| e.to_string())?;
+        let e = openai::decode(frame)?;
         Ok(match e {
             O::SessionCreated => vec![Up::Ignored("session.created".into())],
             O::SessionUpdated if !self.updated => {

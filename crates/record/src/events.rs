@@ -108,9 +108,24 @@ pub struct Stamped {
     pub event: Event,
 }
 
+/// Why a sink could not take an event.
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    #[error("writing {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("encoding an event: {0}")]
+    Encode(#[from] serde_json::Error),
+    /// A sink of its own kind (a test's, a network's) that failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// Something that takes events. A sink that fails says why; the bus keeps the first failure.
 pub trait Sink: Send {
-    fn take(&mut self, e: &Stamped) -> Result<(), String>;
+    fn take(&mut self, e: &Stamped) -> Result<(), SinkError>;
 }
 
 /// Hands every event to every sink, in order of subscription.
@@ -128,7 +143,7 @@ impl Bus {
     pub fn subscribe(&mut self, mut sink: Box<dyn Sink>) {
         if let Some(e) = &self.started {
             if let Err(why) = sink.take(e) {
-                self.failure.get_or_insert(why);
+                self.failure.get_or_insert(why.to_string());
             }
         }
         self.sinks.push(sink);
@@ -146,7 +161,7 @@ impl Bus {
         }
         for s in &mut self.sinks {
             if let Err(why) = s.take(&e) {
-                self.failure.get_or_insert(why);
+                self.failure.get_or_insert(why.to_string());
             }
         }
     }
@@ -173,11 +188,14 @@ impl JsonlSink {
 }
 
 impl Sink for JsonlSink {
-    fn take(&mut self, e: &Stamped) -> Result<(), String> {
-        let line = serde_json::to_string(e).map_err(|err| err.to_string())?;
+    fn take(&mut self, e: &Stamped) -> Result<(), SinkError> {
+        let line = serde_json::to_string(e)?;
         writeln!(self.file, "{line}")
             .and_then(|_| self.file.flush())
-            .map_err(|err| format!("writing {}: {err}", self.path.display()))
+            .map_err(|source| SinkError::Write {
+                path: self.path.display().to_string(),
+                source,
+            })
     }
 }
 
@@ -186,7 +204,7 @@ impl Sink for JsonlSink {
 pub struct Memory(pub std::sync::Arc<std::sync::Mutex<Vec<Stamped>>>);
 
 impl Sink for Memory {
-    fn take(&mut self, e: &Stamped) -> Result<(), String> {
+    fn take(&mut self, e: &Stamped) -> Result<(), SinkError> {
         self.0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -201,8 +219,8 @@ mod tests {
 
     struct Broken;
     impl Sink for Broken {
-        fn take(&mut self, _: &Stamped) -> Result<(), String> {
-            Err("disk full".into())
+        fn take(&mut self, _: &Stamped) -> Result<(), SinkError> {
+            Err(SinkError::Failed("disk full".into()))
         }
     }
 

@@ -1,7 +1,7 @@
-//! Asking the person for a yes: one trait whichever driver produced the batch (the terminal, the voice, the daemon's panel), and the [`Yes`] token only an answer to that question makes, which [`super::rails::approve`] needs for a batch that must be confirmed.
+//! Asking the person for a yes: one trait whichever driver produced the batch (the terminal, the voice, the daemon's panel), and the only place a [`Yes`] is made: from the person's answer to that question, which [`super::rails::approve`] needs for a batch that must be confirmed.
 
 use super::latch::StopLatch;
-use super::rails::{Checked, Step};
+use super::rails::{Checked, Step, Yes};
 
 /// What the person is asked to approve.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,24 +41,6 @@ pub trait Confirm: Send {
     fn ask(&mut self, q: &Question, stop: &StopLatch) -> bool;
 }
 
-/// The person's yes to one checked batch. Its field is private and [`ask`] is its only maker,
-/// so a batch that needs a yes cannot be approved without asking:
-///
-/// ```compile_fail
-/// let yes = crate::confirm::Yes { batch: 0 };
-/// ```
-#[derive(Debug)]
-pub struct Yes {
-    batch: u64,
-}
-
-impl Yes {
-    /// Is this the yes to `checked` (and not to another batch)?
-    pub(super) fn is_for(&self, checked: &Checked) -> bool {
-        self.batch == checked.digest()
-    }
-}
-
 /// Ask `confirm` about `checked`: a [`Yes`] for exactly that batch, or `None` for anything
 /// but a yes (and always once the stop latch is set).
 pub fn ask(
@@ -68,9 +50,7 @@ pub fn ask(
     stop: &StopLatch,
 ) -> Option<Yes> {
     let yes = confirm.ask(q, stop) && !stop.is_stopped();
-    yes.then(|| Yes {
-        batch: checked.digest(),
-    })
+    yes.then(|| Yes::answering(checked))
 }
 
 /// No one to ask (no terminal): every answer is no.

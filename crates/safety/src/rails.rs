@@ -6,7 +6,6 @@
 
 use std::fmt;
 
-use super::confirm::Yes;
 use super::phrases::{
     accepts, destructive_combo, destructive_dialog, destructive_question, destructive_text,
     near_question, password_field, password_label, phrase, DESTRUCTIVE_DIALOG, PURCHASE,
@@ -297,6 +296,32 @@ pub enum Decision {
     Record,
     /// Needs a yes first (confirm mode, or destructive outside an allowed auto).
     AskFirst(Vec<String>),
+}
+
+/// The person's yes to one checked batch. Its field is private: outside this crate nothing can
+/// make one, and inside it only `confirm::ask` calls [`Yes::answering`] (a test holds it to
+/// that), so a batch that needs a yes cannot be approved without asking:
+///
+/// ```compile_fail
+/// let yes = voxdesk_safety::rails::Yes { batch: 0 };
+/// ```
+#[derive(Debug)]
+pub struct Yes {
+    batch: u64,
+}
+
+impl Yes {
+    /// The yes to exactly `checked`: made by `confirm::ask` from a yes, and nowhere else.
+    pub(crate) fn answering(checked: &Checked) -> Yes {
+        Yes {
+            batch: checked.digest(),
+        }
+    }
+
+    /// Is this the yes to `checked` (and not to another batch)?
+    fn is_for(&self, checked: &Checked) -> bool {
+        self.batch == checked.digest()
+    }
 }
 
 /// Decide after the checks. `yes` is the person's answer to this very batch (a yes to another

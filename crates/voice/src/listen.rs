@@ -72,6 +72,15 @@ impl Limits {
     }
 }
 
+/// Why the listener could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    #[error(transparent)]
+    Recogniser(#[from] super::sphinx::SphinxError),
+    #[error("the listener's thread: {0}")]
+    Thread(#[from] std::io::Error),
+}
+
 pub struct Spec {
     /// Words that halt the session (configurable; "stop" and "cancel" by default).
     pub stop_words: Vec<String>,
@@ -181,7 +190,7 @@ impl Listener {
         barge: Option<Barge>,
         latch: Arc<StopLatch>,
         on_interrupt: Option<Box<dyn FnMut() + Send>>,
-    ) -> anyhow::Result<Listener> {
+    ) -> Result<Listener, ListenError> {
         let recognizer = if spec.recognise {
             Some(Recognizers::new(&spec.model)?)
         } else {

@@ -171,13 +171,25 @@ impl Narrator {
 }
 
 impl Sink for Narrator {
-    fn take(&mut self, e: &Stamped) -> Result<(), String> {
+    fn take(&mut self, e: &Stamped) -> Result<(), voxdesk_record::events::SinkError> {
         match &e.event {
             Event::Narration { text } => self.say(text),
             Event::EmergencyStop { .. } => self.cut(),
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// One narrator for every task's desk (`voxdesk listen`: a desk per spoken task, one voice).
+pub struct Shared(pub Arc<std::sync::Mutex<Narrator>>);
+
+impl Sink for Shared {
+    fn take(&mut self, e: &Stamped) -> Result<(), voxdesk_record::events::SinkError> {
+        match self.0.lock() {
+            Ok(mut n) => n.take(e),
+            Err(_) => Ok(()),
+        }
     }
 }
 
@@ -539,14 +551,31 @@ fn cue(c: Cue) -> rodio::buffer::SamplesBuffer {
     )
 }
 
+/// Why the voice could not speak: the text-to-speech program, or the audio output.
+#[derive(Debug, thiserror::Error)]
+pub enum AudioError {
+    #[error("{0}")]
+    Espeak(String),
+    #[error("{0}")]
+    Output(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+fn output(e: impl std::fmt::Display) -> AudioError {
+    AudioError::Output(e.to_string())
+}
+
 /// Does the text-to-speech voice run? Its version line when it does.
-pub fn probe_voice() -> anyhow::Result<String> {
+pub fn probe_voice() -> Result<String, AudioError> {
     let o = Command::new("espeak-ng")
         .arg("--version")
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| anyhow::anyhow!("espeak-ng not found ({e})"))?;
-    anyhow::ensure!(o.status.success(), "espeak-ng --version failed");
+        .map_err(|e| AudioError::Espeak(format!("espeak-ng not found ({e})")))?;
+    if !o.status.success() {
+        return Err(AudioError::Espeak("espeak-ng --version failed".into()));
+    }
     let v = String::from_utf8_lossy(&o.stdout);
     Ok(v.split("  Data at")
         .next()
@@ -556,14 +585,14 @@ pub fn probe_voice() -> anyhow::Result<String> {
 }
 
 /// Does the default audio output open? (Opened and closed again at once, for `voxdesk doctor`.)
-pub fn probe_output() -> anyhow::Result<()> {
+pub fn probe_output() -> Result<(), AudioError> {
     open_output().map(drop)
 }
 
 /// Render `text` to a WAV file at `path` with espeak-ng and return its bytes.
 /// Render `text` to a WAV at `path` with espeak-ng, and its bytes. The file is made 0600
 /// before espeak-ng writes into it (it keeps the mode of a file it truncates), whatever the umask.
-fn render(text: &str, path: &Path) -> anyhow::Result<Vec<u8>> {
+fn render(text: &str, path: &Path) -> Result<Vec<u8>, AudioError> {
     drop(voxdesk_core::private::create(path)?);
     let st = Command::new("espeak-ng")
         .arg("-w")
@@ -574,8 +603,10 @@ fn render(text: &str, path: &Path) -> anyhow::Result<Vec<u8>> {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .map_err(|e| anyhow::anyhow!("espeak-ng: {e}"))?;
-    anyhow::ensure!(st.success(), "espeak-ng exited with {st}");
+        .map_err(|e| AudioError::Espeak(format!("espeak-ng: {e}")))?;
+    if !st.success() {
+        return Err(AudioError::Espeak(format!("espeak-ng exited with {st}")));
+    }
     Ok(std::fs::read(path)?)
 }
 
@@ -591,16 +622,16 @@ struct Output {
 /// Open the default output (through ALSA, which routes to PulseAudio where it runs) at its own
 /// rate, channels and (small) buffer size. cpal reports harmless underrun bursts while a stream
 /// opens; they go to the debug log, at most one a second.
-fn open_output() -> anyhow::Result<Output> {
+fn open_output() -> Result<Output, AudioError> {
     use cpal::traits::{DeviceTrait, HostTrait};
     let dev = cpal::default_host()
         .default_output_device()
-        .ok_or_else(|| anyhow::anyhow!("no default audio output"))?;
-    let cfg = dev.default_output_config()?;
+        .ok_or_else(|| output("no default audio output"))?;
+    let cfg = dev.default_output_config().map_err(output)?;
     let channels = std::num::NonZero::new(cfg.channels())
-        .ok_or_else(|| anyhow::anyhow!("the output has no channels"))?;
+        .ok_or_else(|| output("the output has no channels"))?;
     let rate = std::num::NonZero::new(cfg.sample_rate())
-        .ok_or_else(|| anyhow::anyhow!("the output has no sample rate"))?;
+        .ok_or_else(|| output("the output has no sample rate"))?;
     let (mixer, source) = rodio::mixer::mixer(channels, rate);
     let mut last: Option<Instant> = None;
     let err = move |e: cpal::Error| {
@@ -618,10 +649,13 @@ fn open_output() -> anyhow::Result<Output> {
         cpal::SampleFormat::I32 => play::<i32>(&dev, config, source, err),
         cpal::SampleFormat::U16 => play::<u16>(&dev, config, source, err),
         other => {
-            anyhow::bail!("the audio output takes {other:?} samples, which voxdesk does not write")
+            return Err(output(format!(
+                "the audio output takes {other:?} samples, which voxdesk does not write"
+            )))
         }
-    }?;
-    stream.play()?;
+    }
+    .map_err(output)?;
+    stream.play().map_err(output)?;
     Ok(Output { mixer, stream })
 }
 

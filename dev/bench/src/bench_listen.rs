@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use super::bench::{median, percentile};
-use super::bench_voice::Monitor;
+use crate::monitor::Monitor;
 use voxdesk_agent::offline::LocalPlanner;
 use voxdesk_agent::{drive, Limits};
 use voxdesk_core::config::{Mode as Rails, Settings};

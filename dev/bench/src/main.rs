@@ -6,6 +6,7 @@ mod bench_serve;
 mod bench_tasks;
 mod bench_voice;
 mod loopback;
+mod monitor;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -169,7 +169,7 @@ pub struct HubSink {
 }
 
 impl Sink for HubSink {
-    fn take(&mut self, e: &Stamped) -> Result<(), String> {
+    fn take(&mut self, e: &Stamped) -> Result<(), voxdesk_record::events::SinkError> {
         self.hub.publish(&self.session, e);
         Ok(())
     }

@@ -12,7 +12,7 @@ use voxdesk_agent::registry::{self, RegistryError};
 use voxdesk_agent::{drive, Limits};
 use voxdesk_core::config::{Loaded, Mode};
 use voxdesk_desk::confirm::{Confirm, Question};
-use voxdesk_desk::{Desk, RecordSpec, RefusedByLock};
+use voxdesk_desk::{Desk, DeskError, RecordSpec};
 use voxdesk_input::stop::{Cause, StopLatch};
 use voxdesk_realtime::launch::{drive_realtime, Voice};
 use voxdesk_record::session::Status;
@@ -270,7 +270,7 @@ impl Runner {
                 let mut desk = match Desk::new(&settings, Some(record), confirm, l.clone()) {
                     Ok(desk) => desk,
                     Err(e) => {
-                        let _ = tx.send(Err(if e.downcast_ref::<RefusedByLock>().is_some() {
+                        let _ = tx.send(Err(if matches!(e, DeskError::RefusedByLock(_)) {
                             StartError::Busy(e.to_string())
                         } else {
                             StartError::Failed(format!("{e:#}"))
