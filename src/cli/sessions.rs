@@ -18,7 +18,7 @@ pub fn list() -> Result<Exit> {
             Ok(s) => println!(
                 "{}  {:<8} steps {:>3}  verified {}  {:?}",
                 s.id,
-                format!("{:?}", s.status).to_lowercase(),
+                s.status.name(),
                 s.steps.len(),
                 s.verified_rate()
                     .map(|v| format!("{:.0}%", v * 100.0))

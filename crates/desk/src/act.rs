@@ -661,10 +661,10 @@ mod tests {
     struct FakeEyes(Shared);
 
     impl Eyes for FakeEyes {
-        fn capture(&mut self) -> Result<Frame, String> {
+        fn capture(&mut self) -> Result<Frame, eyes::LookError> {
             Ok(Frame::from_image(image::RgbaImage::new(1280, 720)))
         }
-        fn perceive(&mut self, _: &Frame, full: bool) -> Result<Perception, String> {
+        fn perceive(&mut self, _: &Frame, full: bool) -> Result<Perception, eyes::LookError> {
             let mut w = self.0.lock().unwrap();
             let changed = std::mem::take(&mut w.changed);
             Ok(Perception {
@@ -678,7 +678,7 @@ mod tests {
                 full,
             })
         }
-        fn read_line(&self, _: &Frame, _: Rect) -> Result<String, String> {
+        fn read_line(&self, _: &Frame, _: Rect) -> Result<String, eyes::LookError> {
             Ok(String::new())
         }
         fn focused(&mut self) -> Option<FocusedWindow> {

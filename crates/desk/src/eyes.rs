@@ -2,21 +2,34 @@
 
 use voxdesk_core::config::Settings;
 use voxdesk_core::geometry::Rect;
-use voxdesk_perception::{engine, Perceiver, Perception};
-use voxdesk_screen::capture::{self, Capturer, FocusedWindow};
+use voxdesk_perception::engine::{self, EngineError};
+use voxdesk_perception::{Perceiver, Perception};
+use voxdesk_screen::capture::{self, CaptureError, Capturer, FocusedWindow};
 use voxdesk_screen::desktop::{Shown, Windows};
 use voxdesk_screen::frame::Frame;
 
 use super::DeskError;
 
+/// Why a look failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LookError {
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    #[error(transparent)]
+    Perception(#[from] EngineError),
+    /// A fake screen's own failure (tests).
+    #[error("{0}")]
+    Other(String),
+}
+
 /// What the desk looks with.
 pub trait Eyes {
     /// One frame of the screen.
-    fn capture(&mut self) -> Result<Frame, String>;
+    fn capture(&mut self) -> Result<Frame, LookError>;
     /// The targets of `frame` (`full`: read every label, not only what changed since the last).
-    fn perceive(&mut self, frame: &Frame, full: bool) -> Result<Perception, String>;
+    fn perceive(&mut self, frame: &Frame, full: bool) -> Result<Perception, LookError>;
     /// The text in `region` of `frame`, read as one line (verification's second look).
-    fn read_line(&self, frame: &Frame, region: Rect) -> Result<String, String>;
+    fn read_line(&self, frame: &Frame, region: Rect) -> Result<String, LookError>;
     /// The focused window, when it can be told.
     fn focused(&mut self) -> Option<FocusedWindow>;
     /// The windows shown (a menu or dialog that opened), when they can be listed.
@@ -46,22 +59,20 @@ impl ScreenEyes {
 }
 
 impl Eyes for ScreenEyes {
-    fn capture(&mut self) -> Result<Frame, String> {
-        self.capturer.capture().map_err(|e| e.to_string())
+    fn capture(&mut self) -> Result<Frame, LookError> {
+        Ok(self.capturer.capture()?)
     }
 
-    fn perceive(&mut self, frame: &Frame, full: bool) -> Result<Perception, String> {
+    fn perceive(&mut self, frame: &Frame, full: bool) -> Result<Perception, LookError> {
         let (w, h) = frame.size();
-        self.perceiver
-            .perceive(frame.image.as_raw(), w, h, full)
-            .map_err(|e| e.to_string())
+        Ok(self.perceiver.perceive(frame.image.as_raw(), w, h, full)?)
     }
 
-    fn read_line(&self, frame: &Frame, region: Rect) -> Result<String, String> {
+    fn read_line(&self, frame: &Frame, region: Rect) -> Result<String, LookError> {
         let (w, h) = frame.size();
-        self.perceiver
-            .read_line(frame.image.as_raw(), w, h, region)
-            .map_err(|e| e.to_string())
+        Ok(self
+            .perceiver
+            .read_line(frame.image.as_raw(), w, h, region)?)
     }
 
     fn focused(&mut self) -> Option<FocusedWindow> {

@@ -62,7 +62,7 @@ fn watcher(settings: &Settings, latch: Arc<StopLatch>) -> Result<StopWatcher, De
         Duration::from_millis(settings.stop.hold_ms),
         latch,
     )
-    .map_err(|e| DeskError::NoStop(e.to_string()))
+    .map_err(DeskError::NoStop)
 }
 
 impl Hands for DeviceHands {

@@ -1,6 +1,7 @@
-//! The desk: the one tool host every driver calls (`observe`, `act`, `done`), owner of capture, perception, the actuator, the rails, the GUI lock, the confirmation and the session record.
+//! The desk: the one tool host every driver calls (`observe`, `act`, `done`), on two device handles (`eyes`: capture and perception; `hands`: the actuator, the emergency stop and the GUI lock), with the rails, the confirmation and the session record.
 //!
-//! `act` is: stale check → rails → confirmation → actuate → settle → verify → record, and its
+//! `act` (`act.rs`, a method per stage) is: stale check → rails → confirmation → actuate →
+//! settle → verify → record, and its
 //! result says what happened to each action and what the screen showed afterwards. Every failure
 //! is a [`ToolResult`] that says why; nothing here panics or returns early past the record.
 //! The desk emits events; it never prints or speaks.
@@ -107,7 +108,7 @@ pub enum DeskError {
     #[error("refused by rule `gui-lock`: {0}")]
     RefusedByLock(String),
     #[error("{0}: refusing to run without an emergency stop")]
-    NoStop(String),
+    NoStop(voxdesk_input::stop::StopError),
     #[error(transparent)]
     Actuator(#[from] voxdesk_input::actuator::ActuatorError),
     #[error(transparent)]
@@ -495,9 +496,12 @@ impl Desk {
     /// Capture and perceive one frame (`full`: read every label, not only changed tiles).
     fn look(&mut self, full: bool) -> Result<Observation, String> {
         let t = Instant::now();
-        let frame = self.eyes.capture()?;
+        let frame = self.eyes.capture().map_err(|e| e.to_string())?;
         let capture_ms = ms_since(t);
-        let perception = self.eyes.perceive(&frame, full)?;
+        let perception = self
+            .eyes
+            .perceive(&frame, full)
+            .map_err(|e| e.to_string())?;
         self.seq += 1;
         let (app, title, window, window_rect) = match self.eyes.focused() {
             Some(w) => (

@@ -53,19 +53,35 @@ fn keysyms(name: &str) -> Vec<u32> {
     }
 }
 
+/// Why a held-keys watcher (the emergency stop, push-to-talk) could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StopError {
+    /// No X connection of its own to read the keyboard with.
+    #[error("{what} cannot watch the keyboard (no X display?): {message}")]
+    NoDisplay { what: &'static str, message: String },
+    /// The keyboard mapping could not be read.
+    #[error("reading the keyboard mapping: {0}")]
+    Keymap(String),
+    /// A key of the combination is on no key of this keyboard.
+    #[error("the combination {0} has a key voxdesk cannot watch")]
+    Unwatchable(String),
+    #[error("the watcher's thread: {0}")]
+    Thread(#[from] std::io::Error),
+}
+
 /// For each key of `combo`, the keycodes that produce it on this keyboard.
 fn keycode_groups(
     conn: &impl x11rb::connection::Connection,
     combo: &Combo,
-) -> Result<Vec<Vec<u8>>, String> {
+) -> Result<Vec<Vec<u8>>, StopError> {
     use x11rb::protocol::xproto::ConnectionExt as _;
     let setup = conn.setup();
     let (min, max) = (setup.min_keycode, setup.max_keycode);
     let map = conn
         .get_keyboard_mapping(min, max - min + 1)
-        .map_err(|e| e.to_string())?
+        .map_err(|e| StopError::Keymap(e.to_string()))?
         .reply()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| StopError::Keymap(e.to_string()))?;
     let per = map.keysyms_per_keycode.max(1) as usize;
     let names: Vec<&str> = combo
         .modifiers
@@ -86,9 +102,7 @@ fn keycode_groups(
         })
         .collect();
     if groups.iter().any(|g| g.is_empty()) {
-        return Err(format!(
-            "the combination {combo} has a key voxdesk cannot watch"
-        ));
+        return Err(StopError::Unwatchable(combo.to_string()));
     }
     Ok(groups)
 }
@@ -104,10 +118,11 @@ impl StopWatcher {
         combo: &Combo,
         hold: Duration,
         latch: Arc<StopLatch>,
-    ) -> Result<StopWatcher, String> {
+    ) -> Result<StopWatcher, StopError> {
         use x11rb::protocol::xproto::ConnectionExt as _;
-        let (conn, _) = x11rb::connect(None).map_err(|e| {
-            format!("the emergency stop cannot watch the keyboard (no X display?): {e}")
+        let (conn, _) = x11rb::connect(None).map_err(|e| StopError::NoDisplay {
+            what: "the emergency stop",
+            message: e.to_string(),
         })?;
         let groups = keycode_groups(&conn, combo)?;
         let quit = Arc::new(AtomicBool::new(false));
@@ -137,8 +152,7 @@ impl StopWatcher {
                     }
                     std::thread::sleep(STOP_POLL);
                 }
-            })
-            .map_err(|e| e.to_string())?;
+            })?;
         Ok(StopWatcher {
             quit,
             handle: Some(handle),
@@ -155,10 +169,12 @@ pub struct HeldWatcher {
 }
 
 impl HeldWatcher {
-    pub fn start(combo: &Combo) -> Result<HeldWatcher, String> {
+    pub fn start(combo: &Combo) -> Result<HeldWatcher, StopError> {
         use x11rb::protocol::xproto::ConnectionExt as _;
-        let (conn, _) = x11rb::connect(None)
-            .map_err(|e| format!("push-to-talk cannot watch the keyboard: {e}"))?;
+        let (conn, _) = x11rb::connect(None).map_err(|e| StopError::NoDisplay {
+            what: "push-to-talk",
+            message: e.to_string(),
+        })?;
         let groups = keycode_groups(&conn, combo)?;
         let quit = Arc::new(AtomicBool::new(false));
         let held = Arc::new(AtomicBool::new(false));
@@ -175,8 +191,7 @@ impl HeldWatcher {
                     h.store(groups.iter().all(|g| g.iter().any(down)), Ordering::Relaxed);
                     std::thread::sleep(Duration::from_millis(10));
                 }
-            })
-            .map_err(|e| e.to_string())?;
+            })?;
         Ok(HeldWatcher {
             quit,
             handle: Some(handle),

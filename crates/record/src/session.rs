@@ -19,6 +19,25 @@ pub enum Status {
     Stopped,
 }
 
+impl Status {
+    /// Its name in records, events and the command line ("done").
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Done => "done",
+            Status::Failed => "failed",
+            Status::Aborted => "aborted",
+            Status::Stopped => "stopped",
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// How a step's effect was judged: the verdict's name in records and events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -410,6 +429,7 @@ mod tests {
         ];
         for (s, n) in statuses {
             assert_eq!(name(serde_json::to_value(s).unwrap()), n);
+            assert_eq!(s.name(), n);
             assert_eq!(serde_json::from_value::<Status>(n.into()).unwrap(), s);
         }
         let verdicts = [

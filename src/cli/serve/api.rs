@@ -283,7 +283,7 @@ async fn stop(State(app): State<Shared>, Path(id): Path<String>) -> Response {
     match load(&app, &id) {
         Some(r) => error(
             StatusCode::CONFLICT,
-            format!("session {id} is not running (it is {:?})", r.status).to_lowercase(),
+            format!("session {id} is not running (it is {})", r.status),
         ),
         None => error(StatusCode::NOT_FOUND, format!("no session {id:?}")),
     }
