@@ -172,6 +172,16 @@ pub fn append(path: &Path) -> std::io::Result<File> {
         .open(path)
 }
 
+/// Start time of a live process (clock ticks since boot), or None when it does not exist: with
+/// the pid it tells the process that wrote a lock, a record or `serve.json` from a later one
+/// that reuses its pid.
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may contain spaces and parentheses: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,13 +43,9 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// Start time of a live process, or None when it does not exist.
-pub fn process_start(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may contain spaces and parentheses: fields start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
+/// A process's start time (`voxdesk_core::private::process_start`), re-exported where the lock
+/// uses it.
+pub use voxdesk_core::private::process_start;
 
 /// Is the recorded owner still the live process that took the lock, within its lease?
 pub fn is_live(o: &Owner, now: u64) -> bool {

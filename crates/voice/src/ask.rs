@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use super::grammar::{Heard, Mode};
 use super::listen::{Listener, Note};
 use super::narrate::Narrator;
-use voxdesk_desk::confirm::{Confirm, Question};
 use voxdesk_input::stop::StopLatch;
+use voxdesk_safety::confirm::{Confirm, Question};
 
 /// How long a question waits for its answer by default.
 pub const ANSWER_WITHIN: Duration = Duration::from_secs(10);
