@@ -1,4 +1,4 @@
-//! `voxdesk serve` as a client sees it, over real HTTP against the real daemon process: the token (none, wrong, in the query where it is not allowed), 400/413 with a reason, 409, a session that runs on xcalc and is judged by the calculator's display, confirmation yes/no/timeout, stop mid-session, health with no side effects, a daemon killed mid-session and restarted (aborted), and the event stream resumed after a dropped connection with nothing lost; the panel in headless Chromium.
+//! `voxdesk serve` as a client sees it, over real HTTP against the real daemon process: the token (none, wrong, in the query where it is not allowed), 400/413 with a reason, 409, a session that runs on xcalc and is judged by the calculator's display, confirmation yes/no/timeout, stop mid-session, health with no side effects, a daemon killed mid-session and restarted (aborted), SIGTERM draining every stream before the daemon exits by itself, and the event stream resumed after a dropped connection with nothing lost; the panel in headless Chromium.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -515,6 +515,58 @@ fn a_confirmation_is_answered_yes_no_or_times_out_as_no_and_a_stop_ends_a_sessio
         dm.post(&format!("/observe/sessions/{id}/stop"), json!({}))
             .0,
         409
+    );
+}
+
+/// Shutdown is designed in: SIGTERM stops the running session (recorded as stopped), every
+/// event stream is sent what it has not seen (the session's end) and then ends, and the
+/// daemon exits by itself with 0, its `serve.json` gone.
+#[test]
+fn sigterm_stops_the_session_drains_every_stream_and_the_daemon_exits_by_itself() {
+    let Some(rig) = rig() else { return };
+    let _calc = calc(&rig);
+    let d = dirs();
+    let log = d.data.path().join("daemon.log");
+    let mut dm = daemon_with(&rig, &d, &[], &[], Some(&log));
+    let stream = listen(&dm, None, None);
+    let (c, s) = dm.start("wait 20 s, click 3", "auto");
+    assert_eq!(c, 201, "{s}");
+    let id = s["id"].as_str().unwrap().to_string();
+    assert!(
+        stream.wait(Duration::from_secs(30), |e| e.1 == "session_started"),
+        "{:?}",
+        stream.events()
+    );
+    let pid = dm.child.0.id();
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let mut exited = None;
+    wait_for(Duration::from_secs(30), || {
+        exited = dm.child.0.try_wait().unwrap();
+        exited.is_some()
+    });
+    let status = exited.expect("the daemon exits by itself after SIGTERM");
+    assert!(status.success(), "{status}");
+    assert!(
+        wait_for(Duration::from_secs(10), || stream._t.is_finished()),
+        "the event stream ended"
+    );
+    let ended: Vec<_> = stream
+        .events()
+        .into_iter()
+        .filter(|e| e.1 == "session_ended")
+        .collect();
+    assert_eq!(ended.len(), 1, "{:?}", stream.events());
+    assert_eq!(ended[0].2["status"], "stopped", "{:?}", ended[0]);
+    assert!(!dm.runtime.join("voxdesk/serve.json").exists());
+    // It went because the streams ended, not because it gave up waiting for them.
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(!log.contains("still open"), "{log}");
+    let record = voxdesk_record::session::load(&d.data.path().join("voxdesk/sessions").join(&id));
+    assert_eq!(
+        record.map(|r| r.status).ok(),
+        Some(voxdesk_record::session::Status::Stopped)
     );
 }
 

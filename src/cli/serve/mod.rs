@@ -16,10 +16,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use super::{settings, Exit};
+use voxdesk_record::session::{self, sessions_dir};
 
 /// How long a going daemon waits for its last requests once every event stream has ended.
 const GRACE: Duration = Duration::from_secs(5);
-use voxdesk_record::session::{self, sessions_dir};
 
 pub struct ServeArgs {
     pub bind: String,
@@ -200,7 +200,10 @@ pub fn serve(a: ServeArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         // waits at most GRACE for the last requests.
         let served = tokio::select! {
             s = serving => s,
-            () = async { going.cancelled().await; tokio::time::sleep(GRACE).await } => Ok(()),
+            () = async { going.cancelled().await; tokio::time::sleep(GRACE).await } => {
+                eprintln!("voxdesk serve: a connection was still open after {GRACE:?}; leaving it");
+                Ok(())
+            }
         };
         let _ = std::fs::remove_file(&disc);
         served.context("serving")
