@@ -4,7 +4,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::Duration;
 
-use voxdesk_core::config::{Mode, Settings};
+use voxdesk_core::config::{Mode, Settings, Stop};
 use voxdesk_input::actuator::{Actuator, StepReport};
 use voxdesk_input::lock::GuiLock;
 use voxdesk_input::stop::{StopLatch, StopWatcher};
@@ -23,7 +23,8 @@ pub trait Hands {
 /// The real hands: enigo through the actuator thread, the held-combo stop watcher on its own
 /// X connection, and the GUI lock (none in observe mode).
 pub struct DeviceHands {
-    settings: Settings,
+    /// The stop combination and how long it is held, for a watcher on a new latch.
+    stop: Stop,
     actuator: Actuator,
     _watch: StopWatcher,
     _lock: Option<GuiLock>,
@@ -45,10 +46,10 @@ impl DeviceHands {
                     .map_err(|e| DeskError::RefusedByLock(e.to_string()))?,
             )
         };
-        let watch = watcher(settings, latch.clone())?;
+        let watch = watcher(&settings.stop, latch.clone())?;
         let actuator = Actuator::start(latch)?;
         Ok(DeviceHands {
-            settings: settings.clone(),
+            stop: settings.stop.clone(),
             actuator,
             _watch: watch,
             _lock: lock,
@@ -56,13 +57,9 @@ impl DeviceHands {
     }
 }
 
-fn watcher(settings: &Settings, latch: Arc<StopLatch>) -> Result<StopWatcher, DeskError> {
-    StopWatcher::start(
-        &settings.stop.combo,
-        Duration::from_millis(settings.stop.hold_ms),
-        latch,
-    )
-    .map_err(DeskError::NoStop)
+fn watcher(stop: &Stop, latch: Arc<StopLatch>) -> Result<StopWatcher, DeskError> {
+    StopWatcher::start(&stop.combo, Duration::from_millis(stop.hold_ms), latch)
+        .map_err(DeskError::NoStop)
 }
 
 impl Hands for DeviceHands {
@@ -71,7 +68,7 @@ impl Hands for DeviceHands {
     }
 
     fn rebind(&mut self, latch: Arc<StopLatch>) -> Result<(), DeskError> {
-        self._watch = watcher(&self.settings, latch.clone())?;
+        self._watch = watcher(&self.stop, latch.clone())?;
         self.actuator = Actuator::start(latch)?;
         Ok(())
     }

@@ -16,8 +16,7 @@ pub(crate) struct Lines {
 }
 
 impl Lines {
-    /// Lines kept in memory only (no file): a test's, or a desk with no runtime dir.
-    #[cfg(test)]
+    /// Lines kept in memory only (no file): a test's, and where `load` starts.
     pub(crate) fn memory() -> Lines {
         Lines {
             path: PathBuf::new(),
@@ -27,11 +26,7 @@ impl Lines {
     }
 
     pub(crate) fn load(display: &str) -> Lines {
-        let mut lines = Lines {
-            path: PathBuf::new(),
-            by_window: Default::default(),
-            unseen: Line::default(),
-        };
+        let mut lines = Lines::memory();
         match voxdesk_input::lock::lock_path(display) {
             Ok(p) => lines.path = p.with_extension("lines.json"),
             Err(e) => {
