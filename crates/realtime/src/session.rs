@@ -328,7 +328,11 @@ impl Net {
                 self.catch_up(&mut socket, resumed).await;
             }
             match self.serve(&mut socket, conn).await {
-                Leave::Closed => return self.state.stats,
+                Leave::Closed => {
+                    // What was queued last (the cancel of a stopped task) still reaches the model.
+                    socket.close(Duration::from_secs(1)).await;
+                    return self.state.stats;
+                }
                 Leave::Again => {
                     let _ = self.notes.send(Note::Unreachable(
                         "the connection to the model ended; reconnecting".into(),

@@ -34,6 +34,16 @@ pub struct Socket {
     writer: JoinHandle<()>,
 }
 
+impl Socket {
+    /// Leave the connection: frames already queued (a cancel sent as the task stops) are written
+    /// and the close handshake started, waiting at most `within`; then both halves stop.
+    pub async fn close(mut self, within: std::time::Duration) {
+        let (closed, _) = mpsc::channel(1);
+        drop(std::mem::replace(&mut self.out, closed));
+        let _ = tokio::time::timeout(within, &mut self.writer).await;
+    }
+}
+
 impl Drop for Socket {
     fn drop(&mut self) {
         self.reader.abort();
@@ -230,5 +240,39 @@ mod tests {
             "{e}"
         );
         assert!(!e.to_string().contains("k\""));
+    }
+
+    #[tokio::test]
+    async fn frames_queued_before_a_close_reach_the_server_then_the_close() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+            let mut got = Vec::new();
+            while let Some(Ok(m)) = ws.next().await {
+                match m {
+                    Message::Text(t) => got.push(t.to_string()),
+                    Message::Close(_) => {
+                        got.push("close".into());
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            got
+        });
+        let s = connect(&format!("ws://{addr}"), ("x-goog-api-key", "k".into()), 64)
+            .await
+            .unwrap();
+        for i in 0..40 {
+            s.out.send(format!("{{\"n\":{i}}}")).await.unwrap();
+        }
+        s.out.send("{\"type\":\"response.cancel\"}".into()).await.unwrap();
+        s.close(std::time::Duration::from_secs(5)).await;
+        let got = server.await.unwrap();
+        assert_eq!(got.len(), 42, "{got:?}");
+        assert_eq!(got[40], "{\"type\":\"response.cancel\"}");
+        assert_eq!(got[41], "close");
     }
 }
