@@ -348,7 +348,7 @@ fn run(cli: Cli) -> Result<Exit> {
             annotate,
             picture_max,
             frame,
-            debug_dir: cli::settings(config, None)?.settings.perception.debug_dir,
+            perception: cli::settings(config, None)?.settings.perception,
         }),
         Cmd::Doctor => {
             let checks = cli::doctor::run();

@@ -39,22 +39,25 @@ pub struct LookArgs {
     pub annotate: Option<PathBuf>,
     pub picture_max: (u32, u32),
     pub frame: Option<PathBuf>,
-    /// `perception.debug_dir`: where the strips Tesseract reads are written, if anywhere.
-    pub debug_dir: Option<PathBuf>,
+    /// `perception.*`: where the strips Tesseract reads are written, whether the
+    /// accessibility tree is fused in.
+    pub perception: voxdesk_core::config::Perception,
 }
 
 pub fn look(a: LookArgs) -> Result<Exit> {
+    use voxdesk_desk::eyes::{Eyes, ScreenEyes};
+    let settings = voxdesk_core::config::Settings {
+        perception: a.perception.clone(),
+        ..Default::default()
+    };
+    let mut eyes = ScreenEyes::open(&settings)?;
     let t = Instant::now();
-    let f = capture::capture_primary()?;
+    let f = eyes.capture()?;
     let capture_ms = t.elapsed().as_secs_f64() * 1000.0;
-    let app = capture::focused_window().unwrap_or_else(|e| {
-        tracing::warn!("focused window unknown: {e}");
-        None
-    });
-    let (w, h) = f.size();
-    let mut p = perception::Perceiver::new(perception::engine::default_workers())?;
-    p.debug_to(a.debug_dir.clone());
-    let r = p.perceive(f.image.as_raw(), w, h, true)?;
+    let app = eyes.focused();
+    let t = Instant::now();
+    let r = eyes.perceive(&f, true, app.as_ref())?;
+    let fused_ms = t.elapsed().as_secs_f64() * 1000.0;
     if let Some(out) = &a.frame {
         write_png(&f.image, out)?;
     }
@@ -82,7 +85,7 @@ pub fn look(a: LookArgs) -> Result<Exit> {
                 width: f.monitor.logical.0,
                 height: f.monitor.logical.1,
             },
-            ocr: observation::ocr_dto(&r, &[("capture", capture_ms)]),
+            ocr: observation::ocr_dto(&r, &[("capture", capture_ms), ("look", fused_ms)]),
         };
         println!("{}", serde_json::to_string(&dto)?);
     } else {
@@ -92,9 +95,13 @@ pub fn look(a: LookArgs) -> Result<Exit> {
         );
         print!("{}", observation::render_targets(&r.targets));
         eprintln!(
-            "{} targets; capture {capture_ms:.0} ms, perception {:.0} ms",
+            "{} targets; capture {capture_ms:.0} ms, perception {:.0} ms, with the tree {fused_ms:.0} ms; {}",
             r.targets.len(),
-            r.timings.total_ms
+            r.timings.total_ms,
+            match (&r.tree, &r.no_tree) {
+                (Some(t), _) => format!("route ax+ocr ({} nodes{})", t.nodes.len(), if t.partial { ", partial" } else { "" }),
+                (None, why) => format!("route ocr ({})", why.as_deref().unwrap_or("")),
+            }
         );
         if let Some(out) = a.annotate {
             eprintln!("annotated picture: {}", out.display());

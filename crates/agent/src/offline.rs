@@ -657,6 +657,7 @@ mod tests {
             rect: Rect::new(0, 0, 40, 12),
             conf: 0.9,
             new: false,
+            ax: None,
         };
         let ts = [
             at(1, "Save As..."),
@@ -811,6 +812,7 @@ mod tests {
             rect: Rect::new(0, 0, 10, 10),
             conf: 0.9,
             new: false,
+            ax: None,
         };
         let ts = vec![
             t(1, "Save"),

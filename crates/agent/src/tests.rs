@@ -71,6 +71,7 @@ impl FakeDesk {
                 rect: Rect::new(10 + 50 * i as i32, 10, 40, 20),
                 conf: 0.9,
                 new: false,
+                ax: None,
             })
             .collect();
         ObservationView {
@@ -81,6 +82,7 @@ impl FakeDesk {
             targets: targets.clone(),
             capture_targets: targets,
             jpeg: None,
+            route: Default::default(),
         }
     }
 

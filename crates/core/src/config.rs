@@ -107,10 +107,24 @@ pub struct Voice {
 }
 
 /// Perception's knobs.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Perception {
     /// Write every strip handed to Tesseract into this directory (for developers).
     pub debug_dir: Option<PathBuf>,
+    /// Read the focused window's accessibility tree and fuse it with OCR (off: OCR alone).
+    pub accessibility: bool,
+    /// Time budget of one read of the tree; past it the observation says it is partial.
+    pub tree_budget_ms: u64,
+}
+
+impl Default for Perception {
+    fn default() -> Self {
+        Perception {
+            debug_dir: None,
+            accessibility: true,
+            tree_budget_ms: 400,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -274,6 +288,8 @@ pub const KEYS: &[&str] = &[
     "voice.sphinx_model",
     "voice.sphinx_args",
     "perception.debug_dir",
+    "perception.accessibility",
+    "perception.tree_budget_ms",
 ];
 
 /// The environment variables read (once, by the binary that calls `load`), and their keys.
@@ -289,6 +305,7 @@ pub const ENV: &[(&str, &str)] = &[
     ("VOXDESK_SPHINX_MODEL", "voice.sphinx_model"),
     ("VOXDESK_SPHINX_ARGS", "voice.sphinx_args"),
     ("VOXDESK_DEBUG_DIR", "perception.debug_dir"),
+    ("VOXDESK_ACCESSIBILITY", "perception.accessibility"),
 ];
 
 /// `$XDG_CONFIG_HOME/voxdesk/config.toml` (via `directories`).
@@ -553,6 +570,8 @@ fn apply(s: &mut Settings, key: &str, v: &Raw) -> Result<(), String> {
             }
         }
         "perception.debug_dir" => s.perception.debug_dir = Some(v.path()?),
+        "perception.accessibility" => s.perception.accessibility = v.boolean()?,
+        "perception.tree_budget_ms" => s.perception.tree_budget_ms = v.uint(10..=10_000)?,
         other => return Err(format!("is not a setting ({other})")),
     }
     Ok(())
@@ -646,6 +665,8 @@ impl Loaded {
                 "voice.sphinx_model" => path(&s.voice.sphinx_model),
                 "voice.sphinx_args" => list(&s.voice.sphinx_args),
                 "perception.debug_dir" => path(&s.perception.debug_dir),
+                "perception.accessibility" => s.perception.accessibility.to_string(),
+                "perception.tree_budget_ms" => s.perception.tree_budget_ms.to_string(),
                 _ => String::new(),
             };
             let source = self.sources.get(key).copied().unwrap_or(Source::Default);

@@ -1,4 +1,4 @@
-//! voxdesk's core, shared by every layer above it and depending on none: the three coordinate spaces (`geometry`), the `act` tool's vocabulary (`action`), the key events an action sends (`keys`), settings with their sources (`config`) and private files (`private`).
+//! voxdesk's core, shared by every layer above it and depending on none: the three coordinate spaces (`geometry`), what an accessibility tree says of an element (`semantic`), the `act` tool's vocabulary (`action`), the key events an action sends (`keys`), settings with their sources (`config`) and private files (`private`).
 //!
 //! The bottom layer: it depends on no other voxdesk crate, so nothing here can name one (Cargo
 //! refuses the `use`):
@@ -7,6 +7,7 @@
 //! ```
 
 pub mod action;
+pub mod semantic;
 pub mod config;
 pub mod geometry;
 pub mod keys;

@@ -107,6 +107,7 @@ impl Desk {
             line: p.obs.window.as_ref().map(|w| self.lines.get(w)),
             window: p.obs.window_rect,
             popups: &popups,
+            dialogs: p.obs.perception.tree.as_ref().map(|t| &t.dialogs[..]).unwrap_or(&[]),
         };
         let rails = &self.settings.rails;
         // The same batch again, right after it ran and could not be confirmed, with no look in
@@ -353,6 +354,14 @@ impl Desk {
                 _ => None,
             })
             .collect();
+        // The tree's word, exact, where it has one: a field's value, a box's state.
+        if all_ran {
+            if let Some(v) =
+                verify::semantic(expect, &now_typed, before, &after.perception.targets, &verdict)
+            {
+                verdict = v;
+            }
+        }
         let mut at = typed_at(&now_typed, before, &after.perception.targets);
         if all_ran && texts && matches!(verdict, Verdict::Unconfirmed(_)) {
             // Look where the text went: the lines whose pixels changed, read whole, before
@@ -450,6 +459,7 @@ impl Desk {
                         rect: r,
                         conf: 0.5,
                         new: false,
+                        ax: None,
                     });
                 }
             }
@@ -654,6 +664,7 @@ mod tests {
         changed: bool,
         next: VecDeque<Vec<Target>>,
         sent: Vec<String>,
+        tree: Option<voxdesk_core::semantic::Tree>,
     }
 
     type Shared = Arc<Mutex<World>>;
@@ -664,7 +675,12 @@ mod tests {
         fn capture(&mut self) -> Result<Frame, eyes::LookError> {
             Ok(Frame::from_image(image::RgbaImage::new(1280, 720)))
         }
-        fn perceive(&mut self, _: &Frame, full: bool) -> Result<Perception, eyes::LookError> {
+        fn perceive(
+            &mut self,
+            _: &Frame,
+            full: bool,
+            _: Option<&FocusedWindow>,
+        ) -> Result<Perception, eyes::LookError> {
             let mut w = self.0.lock().unwrap();
             let changed = std::mem::take(&mut w.changed);
             Ok(Perception {
@@ -676,6 +692,8 @@ mod tests {
                 total_tiles: 50,
                 strips_read: 0,
                 full,
+                tree: w.tree.clone(),
+                no_tree: None,
             })
         }
         fn read_line(&self, _: &Frame, _: Rect) -> Result<String, eyes::LookError> {
@@ -737,6 +755,7 @@ mod tests {
             rect: Rect::new(x, 100, 60, 20),
             conf: 0.9,
             new: false,
+            ax: None,
         }
     }
 

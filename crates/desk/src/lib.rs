@@ -43,7 +43,7 @@ use eyes::{Eyes, ScreenEyes};
 use hands::{DeviceHands, Hands};
 use lines::Lines;
 use packet::PastStep;
-use tool::{ActResult, ActStatus, ActionOutcome, ErrorKind, ObservationView, ToolCall, ToolResult};
+use tool::{ActResult, ActStatus, ActionOutcome, ErrorKind, ObservationView, Route, ToolCall, ToolResult};
 use verify::{overlay, repeatable, typed_at, verify, Evidence, Verdict};
 
 /// The rails' rule for text that would go into a password field (`rails::type_text`).
@@ -184,6 +184,34 @@ impl Observation {
                 .collect(),
             capture_targets: self.perception.targets.clone(),
             jpeg: None,
+            route: self.route(),
+        }
+    }
+
+    /// How the targets were found: the tree (what it gave) or OCR alone (why).
+    fn route(&self) -> Route {
+        let p = &self.perception;
+        match &p.tree {
+            Some(t) => {
+                let ax = p.targets.iter().filter(|t| t.ax.is_some()).count();
+                let both = p.targets.iter().filter(|t| t.source() == "ax+ocr").count();
+                Route {
+                    tree: true,
+                    why: format!(
+                        "{} ({}): {ax} controls from the accessibility tree ({both} also read on screen), {} labels from OCR alone{}",
+                        self.app.as_deref().unwrap_or("the focused window"),
+                        if t.toolkit.is_empty() { "toolkit unknown" } else { &t.toolkit },
+                        p.targets.len() - ax,
+                        if t.partial { "; the tree was cut at its budget: some controls may be missing" } else { "" },
+                    ),
+                    partial: t.partial,
+                }
+            }
+            None => Route {
+                tree: false,
+                why: p.no_tree.clone().unwrap_or_default(),
+                partial: false,
+            },
         }
     }
 }
@@ -453,6 +481,7 @@ impl Desk {
             line: obs.window.as_ref().map(|w| self.lines.get(w)),
             window: obs.window_rect,
             popups: &popups_of(obs),
+            dialogs: obs.perception.tree.as_ref().map(|t| &t.dialogs[..]).unwrap_or(&[]),
         };
         let refused = rails::check(
             batch,
@@ -498,12 +527,13 @@ impl Desk {
         let t = Instant::now();
         let frame = self.eyes.capture().map_err(|e| e.to_string())?;
         let capture_ms = ms_since(t);
+        let focused = self.eyes.focused();
         let perception = self
             .eyes
-            .perceive(&frame, full)
+            .perceive(&frame, full, focused.as_ref())
             .map_err(|e| e.to_string())?;
         self.seq += 1;
-        let (app, title, window, window_rect) = match self.eyes.focused() {
+        let (app, title, window, window_rect) = match focused {
             Some(w) => (
                 Some(w.app.clone()),
                 Some(w.title).filter(|t| !t.is_empty()),
@@ -677,6 +707,7 @@ impl Host for Desk {
             line: None,
             window: None,
             popups: &[],
+            dialogs: &[],
         };
         self.focus = None;
         let rails = &self.settings.rails;

@@ -20,6 +20,15 @@ pub struct TargetDto {
     pub bbox: BoxDto,
     pub conf: f64,
     pub new: bool,
+    /// What the accessibility tree says (absent: OCR alone read it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub states: Option<Vec<&'static str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<&'static str>,
 }
 
 impl From<&Target> for TargetDto {
@@ -36,6 +45,10 @@ impl From<&Target> for TargetDto {
             // Two decimals: more is noise, and it keeps the JSON stable to read.
             conf: (t.conf as f64 * 100.0).round() / 100.0,
             new: t.new,
+            role: t.ax.as_ref().map(|a| a.role.name()),
+            states: t.ax.as_ref().map(|a| a.states.words(a.role)),
+            value: t.ax.as_ref().and_then(|a| a.value.clone()),
+            source: t.ax.as_ref().map(|_| t.source()),
         }
     }
 }
@@ -103,7 +116,7 @@ pub fn render_targets(targets: &[Target]) -> String {
     let mut s = String::new();
     for t in targets {
         s.push_str(&format!(
-            "{:>4}{} {:<40} {:>5},{:<5} {:>4}x{:<3} {:.2}\n",
+            "{:>4}{} {:<40} {:>5},{:<5} {:>4}x{:<3} {:.2}",
             t.id,
             if t.new { "*" } else { " " },
             format!("{:?}", t.text),
@@ -113,6 +126,13 @@ pub fn render_targets(targets: &[Target]) -> String {
             t.rect.h,
             t.conf
         ));
+        if let Some(a) = &t.ax {
+            s.push_str(&format!(" {} [{}] {}", a.role.name(), a.states.words(a.role).join(","), t.source()));
+            if let Some(v) = &a.value {
+                s.push_str(&format!(" = {:?}", v.chars().take(40).collect::<String>()));
+            }
+        }
+        s.push('\n');
     }
     s
 }

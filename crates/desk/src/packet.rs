@@ -93,6 +93,7 @@ mod tests {
             rect: Rect::new(1, 2, 3, 4),
             conf: 0.9,
             new: true,
+            ax: None,
         }];
         let hist: Vec<PastStep> = (1..=5)
             .map(|i| PastStep {

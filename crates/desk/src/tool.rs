@@ -72,6 +72,58 @@ pub struct ObservationView {
     /// The annotated picture (numbered boxes) as JPEG, only when the desk was asked for
     /// pictures (a model whose deployment is measured to use them).
     pub jpeg: Option<std::sync::Arc<Vec<u8>>>,
+    /// How the targets were found: the tree and OCR, or OCR alone and why.
+    pub route: Route,
+}
+
+/// How an observation's targets were found (seed 002's `computer_observe`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Route {
+    /// The focused window's accessibility tree was fused in.
+    pub tree: bool,
+    /// Why OCR alone, or what the tree gave.
+    pub why: String,
+    /// The tree's read stopped at its budget or size cap: some controls are missing.
+    pub partial: bool,
+}
+
+impl Route {
+    pub fn name(&self) -> &'static str {
+        if self.tree {
+            "ax+ocr"
+        } else {
+            "ocr"
+        }
+    }
+}
+
+/// A field's value as the model reads it: at most this many characters.
+const VALUE_CHARS: usize = 300;
+
+/// One target as the model reads it: `role`, `states`, `value` and `source` only where the
+/// tree said something (absent: OCR alone read it).
+pub fn target_json(t: &Target) -> Value {
+    let mut v = json!({"id": t.id, "text": t.text, "box": [t.rect.x, t.rect.y, t.rect.w, t.rect.h]});
+    if let Some(ax) = &t.ax {
+        v["role"] = Value::from(ax.role.name());
+        let states = ax.states.words(ax.role);
+        if !states.is_empty() {
+            v["states"] = Value::from(states);
+        }
+        if let Some(val) = &ax.value {
+            let n = val.chars().count();
+            v["value"] = Value::from(if n > VALUE_CHARS {
+                format!("{}… ({n} characters)", val.chars().take(VALUE_CHARS).collect::<String>())
+            } else {
+                val.clone()
+            });
+        }
+        v["source"] = Value::from(t.source());
+    }
+    if t.new {
+        v["new"] = Value::Bool(true);
+    }
+    v
 }
 
 /// What the act tool did with a batch, as a whole.
@@ -249,21 +301,17 @@ fn status_name(s: Status) -> &'static str {
     }
 }
 
-/// `{"observation_id", "app", "picture": [w, h], "targets": [{"id", "text", "box": [x, y, w, h], "new"}]}`
+/// `{"observation_id", "picture": [w, h], "route", "why", "partial", "targets": [{"id", "text", "box": [x, y, w, h], "role", "states", "value", "source", "new"}], "app", "title"}`
 pub fn observation_json(o: &ObservationView) -> Value {
-    let targets: Vec<Value> = o
-        .targets
-        .iter()
-        .map(|t| {
-            let mut v = json!({"id": t.id, "text": t.text, "box": [t.rect.x, t.rect.y, t.rect.w, t.rect.h]});
-            if t.new {
-                v["new"] = Value::Bool(true);
-            }
-            v
-        })
-        .collect();
-    let mut v =
-        json!({"observation_id": o.id, "picture": [o.picture.0, o.picture.1], "targets": targets});
+    let targets: Vec<Value> = o.targets.iter().map(target_json).collect();
+    let mut v = json!({"observation_id": o.id, "picture": [o.picture.0, o.picture.1], "route": o.route.name()});
+    if !o.route.why.is_empty() {
+        v["why"] = Value::from(o.route.why.as_str());
+    }
+    if o.route.partial {
+        v["partial"] = Value::Bool(true);
+    }
+    v["targets"] = Value::from(targets);
     if let Some(app) = &o.app {
         v["app"] = Value::from(app.as_str());
     }
@@ -406,6 +454,7 @@ mod tests {
             rect: Rect::new(10, 20, 30, 12),
             conf: 0.91,
             new: true,
+            ax: None,
         };
         ObservationView {
             id: "s-2".into(),
@@ -415,6 +464,7 @@ mod tests {
             targets: vec![t.clone()],
             capture_targets: vec![t],
             jpeg: None,
+            route: Route::default(),
         }
     }
 
@@ -423,8 +473,43 @@ mod tests {
         let o = ToolResult::Observation(view()).to_json();
         assert_eq!(
             o.to_string(),
-            r#"{"observation_id":"s-2","picture":[1280,720],"targets":[{"id":3,"text":"Save","box":[10,20,30,12],"new":true}],"app":"XCalc"}"#
+            r#"{"observation_id":"s-2","picture":[1280,720],"route":"ocr","targets":[{"id":3,"text":"Save","box":[10,20,30,12],"new":true}],"app":"XCalc"}"#
         );
+        // A control the tree backs says its role, states, value and source; a long value is cut.
+        use voxdesk_core::semantic::{Role, State, States};
+        let mut v = view();
+        v.route = Route { tree: true, why: String::new(), partial: true };
+        v.targets[0].ax = Some(voxdesk_perception::fuse::Ax {
+            key: ":1.2/5".into(),
+            role: Role::CHECK_BOX,
+            states: States::of(&[State::ENABLED, State::CHECKED]),
+            value: None,
+            drawn: true,
+        });
+        v.targets.push(Target {
+            id: 4,
+            text: "Notes".into(),
+            rect: Rect::new(0, 40, 300, 200),
+            conf: 1.0,
+            new: false,
+            ax: Some(voxdesk_perception::fuse::Ax {
+                key: ":1.2/6".into(),
+                role: Role::TEXT,
+                states: States::of(&[State::ENABLED, State::EDITABLE]),
+                value: Some("x".repeat(400)),
+                drawn: false,
+            }),
+        });
+        let j = ToolResult::Observation(v).to_json();
+        assert_eq!(j["route"], "ax+ocr");
+        assert_eq!(j["partial"], true);
+        assert_eq!(
+            j["targets"][0].to_string(),
+            r#"{"id":3,"text":"Save","box":[10,20,30,12],"role":"check box","states":["checked"],"source":"ax+ocr","new":true}"#
+        );
+        assert_eq!(j["targets"][1]["source"], "ax");
+        assert_eq!(j["targets"][1]["states"], serde_json::json!(["editable"]));
+        assert!(j["targets"][1]["value"].as_str().unwrap().ends_with("… (400 characters)"));
         let refused = ActResult {
             observation_id: "s-1".into(),
             app: None,

@@ -158,6 +158,109 @@ pub fn verify(expect: &Expect, ev: &Evidence) -> Verdict {
     Verdict::Verified(ok.join(", "))
 }
 
+/// A field's value as the tree reads it, by accessible object.
+fn values(targets: &[Target]) -> Vec<(&str, &Target, &str)> {
+    targets
+        .iter()
+        .filter_map(|t| {
+            let a = t.ax.as_ref()?;
+            Some((a.key.as_str(), t, a.value.as_deref()?))
+        })
+        .collect()
+}
+
+/// What the accessibility tree says of a batch, exactly (no OCR slips): the text typed is in
+/// the field it went to, or that field holds something else (characters lost on the way); an
+/// expected text is in a field's value; a box became checked. `None` when the tree has nothing
+/// to say (no field changed, no control's state changed): the pixels' verdict stands.
+pub fn semantic(
+    expect: &Expect,
+    typed_now: &[String],
+    before: &[Target],
+    after: &[Target],
+    pixels: &Verdict,
+) -> Option<Verdict> {
+    let old = values(before);
+    let value_before = |key: &str| old.iter().find(|(k, _, _)| *k == key).map(|(_, _, v)| *v);
+    let changed: Vec<(&Target, &str, &str)> = values(after)
+        .into_iter()
+        .filter_map(|(k, t, v)| {
+            let b = value_before(k).unwrap_or("");
+            (b != v).then_some((t, v, b))
+        })
+        .collect();
+    let mut notes: Vec<String> = Vec::new();
+    for text in typed_now {
+        // Return and Tab are keys, not the field's text.
+        let want = text.trim_end_matches(['\n', '\r', '\t']);
+        if want.is_empty() || changed.is_empty() {
+            continue;
+        }
+        let into = |(_, v, b): &&(&Target, &str, &str)| v.matches(want).count() > b.matches(want).count();
+        match changed.iter().find(into) {
+            Some((t, _, _)) => notes.push(format!("{want:?} is in {} {} ({:?}), exactly", role_of(t), t.id, t.text)),
+            None => {
+                let (t, v, _) = changed[0];
+                return Some(Verdict::Unconfirmed(format!(
+                    "{} {} ({:?}) now holds {v:?}, not {want:?} as typed",
+                    role_of(t),
+                    t.id,
+                    t.text
+                )));
+            }
+        }
+    }
+    notes.extend(state_changes(before, after));
+    if pixels.is_miss() && !expect.is_empty() && expect.disappears.is_empty() && !expect.changes {
+        // What OCR missed may be a field's value, read exactly.
+        let all_in_fields = expect.appears.iter().chain(&expect.shows).all(|s| {
+            changed.iter().any(|(_, v, b)| v.matches(s.as_str()).count() > b.matches(s.as_str()).count())
+        });
+        if all_in_fields && !(expect.appears.is_empty() && expect.shows.is_empty()) {
+            let mut why: Vec<String> = expect
+                .appears
+                .iter()
+                .chain(&expect.shows)
+                .map(|s| format!("{s:?} is in a field's value"))
+                .collect();
+            why.extend(notes);
+            return Some(Verdict::Verified(why.join(", ")));
+        }
+    }
+    if notes.is_empty() {
+        return None;
+    }
+    Some(match pixels {
+        Verdict::Verified(w) => Verdict::Verified(format!("{w}; {}", notes.join(", "))),
+        Verdict::Unverified => Verdict::Unverified,
+        other => other.clone(),
+    })
+}
+
+fn role_of(t: &Target) -> &'static str {
+    t.ax.as_ref().map(|a| a.role.name()).unwrap_or("target")
+}
+
+/// Controls whose state the batch changed, by accessible object: "check box 7 (\"I accept
+/// the terms\") became checked", focus moved.
+pub fn state_changes(before: &[Target], after: &[Target]) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in after {
+        let Some(a) = &t.ax else { continue };
+        let Some(b) = before
+            .iter()
+            .find_map(|p| p.ax.as_ref().filter(|pa| pa.key == a.key))
+        else {
+            continue;
+        };
+        let (w0, w1) = (b.states.words(b.role), a.states.words(a.role));
+        for w in w1.iter().filter(|w| !w0.contains(w) && **w != "editable") {
+            out.push(format!("{} {} ({:?}) became {w}", a.role.name(), t.id, t.text));
+        }
+    }
+    out
+}
+
 /// Where `texts`, just typed, were read: the boxes of the lines holding them after the batch
 /// that hold none before (the field typed into, not the same words elsewhere).
 pub fn typed_at(texts: &[String], before: &[Target], after: &[Target]) -> Vec<Rect> {
@@ -332,6 +435,7 @@ mod tests {
                 rect: Rect::new(0, i as i32 * 20, 40, 12),
                 conf: 0.9,
                 new: false,
+                ax: None,
             })
             .collect()
     }
@@ -429,6 +533,7 @@ mod tests {
             rect: Rect::new(0, y, 200, 14),
             conf: 0.9,
             new: false,
+            ax: None,
         };
         let e = Expect {
             shows: vec!["hello from voxdesk".into()],
@@ -461,6 +566,7 @@ mod tests {
             rect: Rect::new(x, 431, 70, 14),
             conf: 0.9,
             new: false,
+            ax: None,
         };
         let after = vec![at(1, "plan.ods", 819), at(2, "todo.txt.txt", 904)];
         let e = Expect {
@@ -478,6 +584,7 @@ mod tests {
             rect: Rect::new(700, 520, 240, 20),
             conf: 0.9,
             new: false,
+            ax: None,
         };
         let dialog = [vec![field("budget.ods")], after.clone()].concat();
         let typing = [vec![field("plan.ods")], after.clone()].concat();
@@ -508,6 +615,7 @@ mod tests {
             rect: Rect::new(x, y, 60, 20),
             conf: 0.9,
             new: false,
+            ax: None,
         };
         let screen = Rect::new(0, 0, 1920, 1080);
         let page = vec![
@@ -621,5 +729,53 @@ mod tests {
         for (batch, want) in cases {
             assert_eq!(repeatable(&batch, &targets), want, "{:?}", batch.actions);
         }
+    }
+
+    fn ax_target(id: u32, text: &str, role: voxdesk_core::semantic::Role, states: &[voxdesk_core::semantic::State], value: Option<&str>) -> Target {
+        Target {
+            id,
+            text: text.into(),
+            rect: Rect::new(10, 10 + 30 * id as i32, 200, 22),
+            conf: 1.0,
+            new: false,
+            ax: Some(voxdesk_perception::fuse::Ax {
+                key: format!(":1.4/{id}"),
+                role,
+                states: voxdesk_core::semantic::States::of(states),
+                value: value.map(String::from),
+                drawn: true,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_tree_verifies_typed_text_exactly_and_catches_what_was_lost() {
+        use voxdesk_core::semantic::{Role, State};
+        let field = |v: &str| ax_target(1, "Name", Role::ENTRY, &[State::EDITABLE, State::ENABLED], Some(v));
+        let before = [field("")];
+        let expect = Expect { appears: vec!["Zoë".into()], ..Expect::default() };
+        // OCR read "Zoe" (a slip): the pixels miss it, the field's value has it exactly.
+        let pixels = Verdict::Unconfirmed("\"Zoë\" did not appear".into());
+        let v = semantic(&expect, &["Zoë".into()], &before, &[field("Zoë")], &pixels).unwrap();
+        assert!(matches!(&v, Verdict::Verified(w) if w.contains("exactly")), "{v:?}");
+        // A character lost on the way: the field holds something else.
+        let v = semantic(&expect, &["Zoë".into()], &before, &[field("Zo")], &Verdict::Verified("x".into())).unwrap();
+        assert!(matches!(&v, Verdict::Unconfirmed(w) if w.contains("not \"Zoë\"")), "{v:?}");
+        // Nothing the tree can say (no field changed): the pixels' verdict stands.
+        assert_eq!(semantic(&expect, &[], &before, &before, &pixels), None);
+        // Text already in a field before does not count again ("milkeggs" then "bread").
+        let list = |v: &str| ax_target(2, "List", Role::TEXT, &[State::EDITABLE, State::ENABLED], Some(v));
+        let v = semantic(&Expect { appears: vec!["bread".into()], ..Expect::default() }, &[], &[list("bread")], &[list("bread milk")], &pixels);
+        assert!(!matches!(v, Some(Verdict::Verified(_))), "{v:?}");
+    }
+
+    #[test]
+    fn a_box_that_became_checked_is_said() {
+        use voxdesk_core::semantic::{Role, State};
+        let b = |s: &[State]| ax_target(3, "I accept the terms", Role::CHECK_BOX, s, None);
+        let ch = state_changes(&[b(&[State::ENABLED])], &[b(&[State::ENABLED, State::CHECKED, State::FOCUSED])]);
+        assert_eq!(ch, ["check box 3 (\"I accept the terms\") became checked", "check box 3 (\"I accept the terms\") became focused"]);
+        let back = state_changes(&[b(&[State::ENABLED, State::CHECKED])], &[b(&[State::ENABLED])]);
+        assert_eq!(back, ["check box 3 (\"I accept the terms\") became unchecked"]);
     }
 }

@@ -15,6 +15,7 @@
 
 pub mod consensus;
 pub mod engine;
+pub mod fuse;
 pub mod label;
 pub mod lines;
 pub mod mono;
@@ -54,6 +55,11 @@ pub struct Perception {
     /// Label strips that had to go to Tesseract (the rest came from the cache).
     pub strips_read: usize,
     pub full: bool,
+    /// The focused window's accessibility tree fused into the targets (capture pixels), when
+    /// its application exposes one.
+    pub tree: Option<voxdesk_core::semantic::Tree>,
+    /// Why there is no tree (the application exposes none, accessibility is off, …).
+    pub no_tree: Option<String>,
 }
 
 impl Perception {
@@ -71,6 +77,8 @@ pub struct Perceiver {
     prev: Option<(u32, u32, Vec<u8>)>,
     labels: Vec<Label>,
     targets: Vec<Target>,
+    /// The generation of the tree the targets were fused with (`None`: no tree).
+    fused_with: Option<u64>,
     /// Developer aid (`perception.debug_dir`): every strip handed to Tesseract is written here.
     debug_dir: Option<std::path::PathBuf>,
 }
@@ -85,6 +93,7 @@ impl Perceiver {
             prev: None,
             labels: Vec::new(),
             targets: Vec::new(),
+            fused_with: None,
             debug_dir: None,
         })
     }
@@ -112,6 +121,19 @@ impl Perceiver {
         width: u32,
         height: u32,
         full: bool,
+    ) -> Result<Perception, EngineError> {
+        self.perceive_with(rgba, width, height, full, None)
+    }
+
+    /// [`Perceiver::perceive`] with the focused window's accessibility tree (its nodes in
+    /// capture pixels) fused into the targets ([`fuse::fuse`]).
+    pub fn perceive_with(
+        &mut self,
+        rgba: &[u8],
+        width: u32,
+        height: u32,
+        full: bool,
+        tree: Option<voxdesk_core::semantic::Tree>,
     ) -> Result<Perception, EngineError> {
         if rgba.len() != width as usize * height as usize * 4 || width == 0 || height == 0 {
             return Err(EngineError::Image(format!(
@@ -165,7 +187,16 @@ impl Perceiver {
             } else {
                 tiles::merge(&self.labels, fresh, &dirty, |l| l.rect)
             };
-            self.targets = self.tracker.assign(&self.targets, self.labels.clone());
+        }
+        let tree_gen = tree.as_ref().map(|t| t.generation);
+        if !dirty.is_empty() || tree_gen != self.fused_with {
+            let items = fuse::fuse(
+                &self.labels,
+                tree.as_ref().map(|t| &t.nodes[..]).unwrap_or(&[]),
+                frame_rect,
+            );
+            self.targets = self.tracker.assign_items(&self.targets, items);
+            self.fused_with = tree_gen;
         } else {
             // Nothing changed: same targets, none of them new any more.
             for t in &mut self.targets {
@@ -186,6 +217,8 @@ impl Perceiver {
             total_tiles,
             strips_read,
             full,
+            tree,
+            no_tree: None,
         })
     }
 }

@@ -1,5 +1,6 @@
-//! Stable target ids across observations: the same text at about the same place keeps its id; anything else is new.
+//! Stable target ids across observations: a control the accessibility tree backs keeps its id while it is the same accessible object, wherever it moves and whatever it says; a label OCR alone read keeps its id while it is the same text at about the same place; anything else is new.
 
+use super::fuse::{Ax, Item};
 use super::label::Label;
 use voxdesk_core::geometry::Rect;
 
@@ -13,6 +14,19 @@ pub struct Target {
     pub conf: f32,
     /// Not present in the previous observation.
     pub new: bool,
+    /// What the accessibility tree says of it (`None`: OCR alone read it).
+    pub ax: Option<Ax>,
+}
+
+impl Target {
+    /// Where it came from: `ocr`, `ax` (the tree alone: nothing drawn read), `ax+ocr`.
+    pub fn source(&self) -> &'static str {
+        match &self.ax {
+            None => "ocr",
+            Some(a) if a.drawn => "ax+ocr",
+            Some(_) => "ax",
+        }
+    }
 }
 
 /// Hands out ids; never reuses one within a session, so an id the model remembers cannot silently
@@ -40,16 +54,41 @@ impl Tracker {
     }
 
     /// Give `labels` ids, matching them against `prev` (the last observation's targets).
-    /// Matching is greedy by distance over pairs with equal text, so two identical labels
-    /// ("OK" twice) keep their own ids as long as neither moved past the other.
     pub fn assign(&mut self, prev: &[Target], labels: Vec<Label>) -> Vec<Target> {
+        self.assign_items(prev, labels.into_iter().map(|label| Item { label, ax: None }).collect())
+    }
+
+    /// Give fused `items` ids: first by accessible object (the same key keeps its id), then
+    /// by text and place. Matching by place is greedy by distance over pairs with equal text,
+    /// so two identical labels ("OK" twice) keep their own ids as long as neither moved past
+    /// the other.
+    pub fn assign_items(&mut self, prev: &[Target], items: Vec<Item>) -> Vec<Target> {
+        let mut label_id: Vec<Option<u32>> = vec![None; items.len()];
+        let mut prev_used = vec![false; prev.len()];
+        for (i, it) in items.iter().enumerate() {
+            let Some(key) = it.ax.as_ref().map(|a| &a.key) else { continue };
+            if let Some(j) = (0..prev.len())
+                .find(|&j| !prev_used[j] && prev[j].ax.as_ref().is_some_and(|a| &a.key == key))
+            {
+                label_id[i] = Some(prev[j].id);
+                prev_used[j] = true;
+            }
+        }
         let mut pairs: Vec<(f64, usize, usize)> = Vec::new();
         let prev_norm: Vec<String> = prev.iter().map(|t| norm(&t.text)).collect();
-        for (i, l) in labels.iter().enumerate() {
+        for (i, it) in items.iter().enumerate() {
+            if label_id[i].is_some() {
+                continue;
+            }
+            let l = &it.label;
             let n = norm(&l.text);
             let c = l.rect.centre();
             for (j, p) in prev.iter().enumerate() {
-                if prev_norm[j] != n {
+                if prev_used[j] || prev_norm[j] != n {
+                    continue;
+                }
+                // A control the tree still shows is not taken over by a label in its place.
+                if p.ax.is_some() && it.ax.is_some() {
                     continue;
                 }
                 let pc = p.rect.centre();
@@ -60,8 +99,6 @@ impl Tracker {
             }
         }
         pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut label_id: Vec<Option<u32>> = vec![None; labels.len()];
-        let mut prev_used = vec![false; prev.len()];
         for (_, i, j) in pairs {
             if label_id[i].is_none() && !prev_used[j] {
                 label_id[i] = Some(prev[j].id);
@@ -71,10 +108,10 @@ impl Tracker {
         if self.next_id == 0 {
             self.next_id = 1;
         }
-        let mut out: Vec<Target> = labels
+        let mut out: Vec<Target> = items
             .into_iter()
             .zip(label_id)
-            .map(|(l, id)| {
+            .map(|(Item { label: l, ax }, id)| {
                 let (id, new) = match id {
                     Some(id) => (id, false),
                     None => {
@@ -89,6 +126,7 @@ impl Tracker {
                     rect: l.rect,
                     conf: l.conf,
                     new,
+                    ax,
                 }
             })
             .collect();
@@ -150,5 +188,45 @@ mod tests {
         // Moved far away: a new target with a new id; ids are never reused.
         let third = tr.assign(&second, vec![l("Saved", 900, 900)]);
         assert_eq!(ids(&third), vec![("Saved".into(), 6, true)]);
+    }
+
+    fn ax(key: &str, text: &str, x: i32, y: i32) -> Item {
+        Item {
+            label: l(text, x, y),
+            ax: Some(Ax {
+                key: key.into(),
+                role: voxdesk_core::semantic::Role::PUSH_BUTTON,
+                states: Default::default(),
+                value: None,
+                drawn: false,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_control_keeps_its_id_while_it_is_the_same_object_and_a_new_one_never_takes_it() {
+        let mut tr = Tracker::new();
+        let first = tr.assign_items(
+            &[],
+            vec![ax(":1.2/save", "Save", 100, 400), ax(":1.2/cancel", "Cancel", 200, 400), Item { label: l("Untitled", 10, 10), ax: None }],
+        );
+        let id = |ts: &[Target], text: &str| ts.iter().find(|t| t.text == text).unwrap().id;
+        // The dialog grew a line: the buttons moved down; one was renamed; a new button sits
+        // where Save was. The same objects keep their ids; the newcomer gets a new one.
+        let second = tr.assign_items(
+            &first,
+            vec![
+                ax(":1.2/save", "Save As", 100, 440),
+                ax(":1.2/cancel", "Cancel", 200, 440),
+                ax(":1.2/delete", "Save", 100, 400),
+                Item { label: l("Untitled", 10, 10), ax: None },
+            ],
+        );
+        assert_eq!(id(&second, "Save As"), id(&first, "Save"));
+        assert_eq!(id(&second, "Cancel"), id(&first, "Cancel"));
+        assert_eq!(id(&second, "Untitled"), id(&first, "Untitled"));
+        let newcomer = second.iter().find(|t| t.text == "Save").unwrap();
+        assert!(newcomer.new && !first.iter().any(|t| t.id == newcomer.id));
+        assert_eq!(newcomer.source(), "ax");
     }
 }

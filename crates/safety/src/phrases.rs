@@ -384,6 +384,7 @@ mod tests {
                 rect: Rect::new(10, 10, 80, 12),
                 conf: 0.9,
                 new: false,
+                ax: None,
             };
             password_field(None, &[t]).is_some()
         };

@@ -17,6 +17,7 @@ use voxdesk_core::geometry::{CapturePoint, ImagePoint, LogicalPoint, Mapping, Re
 use voxdesk_core::keys::{
     self, Effect, Keymap, Keysym, Press, ESCAPE, ISO_LEFT_TAB, KP_ENTER, RETURN, TAB,
 };
+use voxdesk_core::semantic::{Dialog, Role, State};
 use voxdesk_perception::Target;
 
 /// Hard caps, not configurable.
@@ -47,6 +48,8 @@ pub struct Screen<'a> {
     pub window: Option<Rect>,
     /// Menus and popups shown (logical pixels): clicking one leaves the keyboard where it was.
     pub popups: &'a [Rect],
+    /// Dialogs the accessibility tree shows, each read whole (capture pixels).
+    pub dialogs: &'a [Dialog],
 }
 
 /// Where the keyboard went: the target last clicked (or a point, as an empty target there),
@@ -402,7 +405,8 @@ pub fn check(
             .collect(),
         is_terminal,
         dialog: std::cell::OnceCell::new(),
-        focus: screen.focus.cloned(),
+        // The element the tree says has the keyboard is read, not inferred from a click.
+        focus: tree_focus(screen.targets).or_else(|| screen.focus.cloned()),
         line: is_terminal.then(|| screen.line.cloned().unwrap_or_default()),
         elsewhere: None,
         destructive: Vec::new(),
@@ -419,6 +423,35 @@ pub fn check(
         focus: ctx.focus,
         line: ctx.line,
     })
+}
+
+/// The field the accessibility tree says has the keyboard, with what surrounds it.
+fn tree_focus(targets: &[Target]) -> Option<Focus> {
+    let f = targets.iter().find(|t| {
+        t.ax.as_ref().is_some_and(|a| {
+            a.states.has(State::FOCUSED)
+                && (a.role.is_field() || a.states.has(State::EDITABLE))
+        })
+    })?;
+    Some(Focus::at(f.clone(), targets))
+}
+
+fn is_password(t: &Target) -> bool {
+    t.ax.as_ref().is_some_and(|a| a.role == Role::PASSWORD_TEXT)
+}
+
+/// A dialog the tree shows whose whole text asks a destructive question, and a button in it
+/// that accepts it.
+fn tree_dialog<'a>(dialogs: &'a [Dialog], targets: &'a [Target]) -> Option<(&'a Dialog, &'a Target)> {
+    dialogs
+        .iter()
+        .filter(|d| destructive_question(&d.text.replace('\n', " ")) || d.text.lines().any(destructive_question))
+        .find_map(|d| {
+            targets
+                .iter()
+                .find(|b| accepts(&b.text) && d.rect.contains(b.rect.centre()))
+                .map(|b| (d, b))
+        })
 }
 
 /// What the rails carry from one action of a batch to the next.
@@ -580,6 +613,20 @@ impl<'a> Ctx<'a> {
                     ),
                 ));
             }
+            if let Some((d, _)) = tree_dialog(self.screen.dialogs, self.screen.targets)
+                .filter(|(d, _)| accepts(&t.text) && d.rect.contains(t.rect.centre()))
+            {
+                return Err(refuse(
+                    "destructive-dialog",
+                    Some(n),
+                    format!(
+                        "target {} {:?} accepts the dialog {:?}; do that yourself",
+                        t.id,
+                        t.text,
+                        d.text.replace('\n', " ")
+                    ),
+                ));
+            }
             if let Some((q, _)) = accepts(&t.text).then(|| self.dialog()).flatten() {
                 if t.id != q.id && near_question(q, t) {
                     return Err(refuse(
@@ -604,6 +651,7 @@ impl<'a> Ctx<'a> {
             rect: Rect::new(cp.x as i32 - 2, cp.y as i32 - 2, 4, 4),
             conf: 0.0,
             new: false,
+            ax: None,
         });
         self.focus = Some(Focus::at(field, self.screen.targets));
         // Its title bar and frame are the window's too.
@@ -658,6 +706,19 @@ impl<'a> Ctx<'a> {
     /// and again after any press that moved the keyboard.
     fn password(&self, n: usize) -> Result<(), Refusal> {
         let field = self.focus.as_ref().map(|f| &f.field);
+        // The tree names a password field by its role, whatever its label says.
+        if let Some(f) = field.filter(|f| is_password(f)) {
+            return Err(refuse(
+                "password-field",
+                Some(n),
+                format!("target {} is a password field (role \"password text\"): voxdesk never types into password fields", f.id),
+            ));
+        }
+        if field.is_none() && !self.is_terminal {
+            if let Some(t) = self.screen.targets.iter().find(|t| is_password(t)) {
+                return Err(refuse("password-field", Some(n), format!("a password field is on screen (target {}, role \"password text\") and voxdesk cannot tell which field has the keyboard: click the field to type into first", t.id)));
+            }
+        }
         if let Some(why) = password_field(field, self.screen.targets) {
             return Err(refuse("password-field", Some(n), why));
         }
@@ -737,6 +798,18 @@ impl<'a> Ctx<'a> {
                 }
             }
             if (accepts_default || presses_button) && !self.is_terminal {
+                if let Some((d, b)) = tree_dialog(self.screen.dialogs, self.screen.targets) {
+                    return Err(refuse(
+                        "destructive-dialog",
+                        Some(n),
+                        format!(
+                            "{p} would answer the dialog {:?} (its {:?} button, target {}); do that yourself",
+                            d.text.replace('\n', " "),
+                            b.text,
+                            b.id
+                        ),
+                    ));
+                }
                 if let Some((q, b)) = self.dialog() {
                     return Err(refuse(
                         "destructive-dialog",
@@ -882,6 +955,7 @@ mod tests {
             rect: Rect::new(x, y, 60, 16),
             conf: 0.9,
             new: false,
+            ax: None,
         }
     }
 
@@ -917,6 +991,7 @@ mod tests {
             line: None,
             window: None,
             popups: &[],
+            dialogs: &[],
         };
         check(
             &parse_batch(json).unwrap(),
@@ -983,6 +1058,7 @@ mod tests {
                 line: None,
                 window: None,
                 popups: &[],
+                dialogs: &[],
             };
             check(&parse_batch(json).unwrap(), &screen, &rails(), &stop)
         };
@@ -1058,6 +1134,7 @@ mod tests {
             line: None,
             window: None,
             popups: &[],
+            dialogs: &[],
         };
         let stop = voxdesk_core::action::parse_combo("ctrl+alt+escape").unwrap();
         for text in ["ls | wc", "echo $HOME", "a && b", "cat > f", "x`y`"] {
@@ -1126,6 +1203,7 @@ mod tests {
             line: None,
             window: None,
             popups: &[],
+            dialogs: &[],
         };
         assert_eq!(
             check(&b, &stale, &rails(), &stop).unwrap_err().rule,
@@ -1142,6 +1220,7 @@ mod tests {
             line: None,
             window: None,
             popups: &[],
+            dialogs: &[],
         };
         let mut none = rails();
         none.allow_apps.clear();
@@ -1194,6 +1273,7 @@ mod tests {
             line: None,
             window: None,
             popups: &[],
+            dialogs: &[],
         };
         let stop = voxdesk_core::action::parse_combo("ctrl+alt+escape").unwrap();
         let r = check(
@@ -1215,6 +1295,7 @@ mod tests {
             line: None,
             window: None,
             popups: &[],
+            dialogs: &[],
         };
         assert_eq!(
             check(
@@ -1293,6 +1374,7 @@ mod tests {
                 line: line.as_ref(),
                 window: None,
                 popups: &[],
+                dialogs: &[],
             };
             let batch = parse_batch(b).unwrap_or_else(|e| panic!("{b}: {e}"));
             let c = match check(&batch, &screen, &rails(), &stop) {
@@ -1537,6 +1619,7 @@ mod tests {
                 line: None,
                 window: Some(Rect::new(100, 100, 700, 500)),
                 popups: &menu,
+                dialogs: &[],
             };
             check(&parse_batch(json).unwrap(), &screen, &rails(), &stop)
                 .err()
@@ -1574,6 +1657,7 @@ mod tests {
             line: None,
             window: None,
             popups: &[],
+            dialogs: &[],
         };
         let stop = voxdesk_core::action::parse_combo("ctrl+alt+escape").unwrap();
         let b = parse_batch(r#"{"actions":[{"action":"type","text":"milk\neggs\n"}]}"#).unwrap();
@@ -1721,6 +1805,7 @@ mod tests {
                     line: line.as_ref(),
                     window: None,
                     popups: &[],
+                    dialogs: &[],
                 };
                 let Ok(c) = check(&batch, &screen, &rails(), &stop) else { continue };
                 let Decision::Run(a) = approve(c, Mode::Auto, &rails(), None) else { continue };
@@ -1743,5 +1828,100 @@ mod tests {
                 line = a.line().cloned();
             }
         }
+    }
+
+    /// A screen whose controls the accessibility tree backs: (id, text, role, states, box).
+    fn semantic(
+        json: &str,
+        controls: &[(u32, &str, Role, &[State], Rect)],
+        dialogs: &[Dialog],
+    ) -> Result<Checked, Refusal> {
+        let ts: Vec<Target> = controls
+            .iter()
+            .map(|(id, text, role, states, rect)| Target {
+                id: *id,
+                text: text.to_string(),
+                rect: *rect,
+                conf: 1.0,
+                new: false,
+                ax: Some(voxdesk_perception::fuse::Ax {
+                    key: format!(":1.9/{id}"),
+                    role: *role,
+                    states: voxdesk_core::semantic::States::of(states),
+                    value: None,
+                    drawn: true,
+                }),
+            })
+            .collect();
+        let screen = Screen {
+            observation_id: "o2",
+            latest_id: "o2",
+            targets: &ts,
+            mapping: Mapping::new((1920, 1080), (1920, 1080), (0, 0), (1920, 1080)).unwrap(),
+            app: Some("gedit"),
+            focus: None,
+            keymap: us(),
+            line: None,
+            window: None,
+            popups: &[],
+            dialogs,
+        };
+        check(
+            &parse_batch(json).unwrap(),
+            &screen,
+            &rails(),
+            &voxdesk_core::action::parse_combo("ctrl+alt+escape").unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_password_field_is_refused_by_its_role_wherever_the_keyboard_is() {
+        let r = |y| Rect::new(100, y, 180, 22);
+        // Labelled nothing a rule could read ("Secret"), but its role says what it is.
+        let form: &[(u32, &str, Role, &[State], Rect)] = &[
+            (1, "Secret", Role::PASSWORD_TEXT, &[State::EDITABLE], r(100)),
+            (2, "Name", Role::ENTRY, &[State::EDITABLE, State::FOCUSED], r(500)),
+        ];
+        let clicked = semantic(r#"{"actions":[{"action":"click","target":1},{"action":"type","text":"hunter2"}]}"#, form, &[]);
+        assert_eq!(clicked.unwrap_err().rule, "password-field");
+        // No click: the tree says the keyboard is in Name, a plain field: typing is fine.
+        assert!(semantic(r#"{"actions":[{"action":"type","text":"Ada"}]}"#, form, &[]).is_ok());
+        // The keyboard is in the password field (focused): refused without any click.
+        let focused: &[(u32, &str, Role, &[State], Rect)] = &[
+            (1, "Secret", Role::PASSWORD_TEXT, &[State::EDITABLE, State::FOCUSED], r(100)),
+            (2, "Name", Role::ENTRY, &[State::EDITABLE], r(500)),
+        ];
+        let e = semantic(r#"{"actions":[{"action":"type","text":"x"}]}"#, focused, &[]).unwrap_err();
+        assert_eq!(e.rule, "password-field");
+        assert!(e.message.contains("password text"), "{}", e.message);
+        // A key typing a character is typing too.
+        let e = semantic(r#"{"actions":[{"action":"key","combo":"a"}]}"#, focused, &[]).unwrap_err();
+        assert_eq!(e.rule, "password-field");
+        // After Tab nobody knows where the keyboard is, and a password field is on screen.
+        let e = semantic(r#"{"actions":[{"action":"key","combo":"tab"},{"action":"type","text":"x"}]}"#, form, &[]).unwrap_err();
+        assert_eq!(e.rule, "password-field");
+    }
+
+    #[test]
+    fn a_dialog_read_whole_by_the_tree_is_not_accepted_by_click_or_key() {
+        // The question is on two labels, neither destructive alone to a line-by-line reader.
+        let d = Dialog {
+            title: "Confirm".into(),
+            text: "Confirm\nThe folder \"reports\" and its 12 files\nwill be deleted. Continue?".into(),
+            rect: Rect::new(500, 300, 400, 200),
+        };
+        let buttons: &[(u32, &str, Role, &[State], Rect)] = &[
+            (1, "Cancel", Role::PUSH_BUTTON, &[], Rect::new(600, 450, 80, 28)),
+            (2, "Continue", Role::PUSH_BUTTON, &[State::FOCUSED], Rect::new(700, 450, 80, 28)),
+            (3, "Continue", Role::PUSH_BUTTON, &[], Rect::new(1200, 450, 80, 28)),
+        ];
+        let click = |id| semantic(&format!(r#"{{"actions":[{{"action":"click","target":{id}}}]}}"#), buttons, std::slice::from_ref(&d));
+        assert_eq!(click(2).unwrap_err().rule, "destructive-dialog");
+        assert!(click(1).is_ok(), "backing out is fine");
+        assert!(click(3).is_ok(), "a button outside the dialog is not its answer");
+        let ret = semantic(r#"{"actions":[{"action":"key","combo":"Return"}]}"#, buttons, std::slice::from_ref(&d));
+        assert_eq!(ret.unwrap_err().rule, "destructive-dialog");
+        let calm = Dialog { text: "About\nVersion 1.2".into(), ..d.clone() };
+        assert!(semantic(r#"{"actions":[{"action":"click","target":2}]}"#, buttons, &[calm]).is_ok());
     }
 }

@@ -227,6 +227,7 @@ mod tests {
             rect: Rect::new(200, 200, 80, 30),
             conf: 0.9,
             new: true,
+            ax: None,
         };
         let p = model_picture(&frame, &[t], PictureConfig::default()).unwrap();
         assert_eq!(p.image.dimensions(), (1280, 720));

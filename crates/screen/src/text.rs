@@ -335,6 +335,7 @@ mod tests {
             rect: Rect::new(x, y, w, 14),
             conf: 0.9,
             new: false,
+            ax: None,
         }
     }
 

@@ -402,6 +402,7 @@ pub fn act(runs: usize) -> Result<String> {
             rect: Rect::new((i as i32 % 10) * 180, (i as i32 / 10) * 60, 80, 16),
             conf: 0.9,
             new: false,
+            ax: None,
         })
         .collect();
     let mapping = Mapping::new((1280, 720), (1920, 1080), (0, 0), (1920, 1080))?;
