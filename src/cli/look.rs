@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use super::Exit;
 use voxdesk_desk::observation;
 use voxdesk_perception as perception;
-use voxdesk_screen::{capture, frame, picture};
+use voxdesk_screen::{frame, picture};
 
 pub fn ocr(json: bool, image: &Path, debug_dir: Option<PathBuf>) -> Result<Exit> {
     let t = Instant::now();

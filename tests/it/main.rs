@@ -1,5 +1,6 @@
 //! Integration tests: the `voxdesk` binary on fixture images, real Tesseract, and — under `cargo xtask test` — a real X server with real windows.
 
+mod a11y;
 mod act;
 mod architecture;
 mod desktop;

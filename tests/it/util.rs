@@ -263,6 +263,7 @@ pub fn chromium(profile: &Path) -> Command {
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
+        "--force-renderer-accessibility",
     ])
     .arg(format!("--user-data-dir={}", profile.display()));
     c

@@ -62,6 +62,14 @@ const RUN_PKGS: &[&str] = &[
     "pcmanfm",
     "zenity",
     "libfm-modules",
+    // The accessibility tree: a private session bus, the accessibility bus on it, the GTK 2/3
+    // bridges, and a Qt editor among the apps the tree is tested on.
+    "dbus",
+    "at-spi2-core",
+    "libatk-bridge2.0-0",
+    "libatk-adaptor",
+    "libgail-common",
+    "featherpad",
     // The virtual sound card: PulseAudio with null sinks; ALSA's `default` routed to it for cpal.
     "pulseaudio",
     "pulseaudio-utils",
@@ -168,6 +176,8 @@ struct Rig {
     display: String,
     runtime: tempfile_dir::Dir,
     children: Arc<Mutex<Vec<Child>>>,
+    /// The private session bus's address, once it runs.
+    bus: Option<String>,
 }
 
 mod tempfile_dir {
@@ -259,6 +269,7 @@ impl Rig {
             display: display.clone(),
             runtime,
             children,
+            bus: None,
         };
         wait_until(
             &format!("Xvfb on {display}"),
@@ -274,7 +285,7 @@ impl Rig {
         rig.finish_start()
     }
 
-    fn finish_start(self) -> Result<Rig> {
+    fn finish_start(mut self) -> Result<Rig> {
         // xcap reports no primary monitor unless one is marked (it sticks only with -noreset).
         run(self.cmd("xrandr").args(["--output", "screen", "--primary"]))?;
         // A desktop colour, as a real session has: an untouched Xvfb root is pure black, which
@@ -294,8 +305,9 @@ impl Rig {
                 .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("window id"))
         })?;
         self.start_sound()?;
+        self.start_buses()?;
         eprintln!(
-            "xtask: virtual desktop {} (1920x1080, openbox) and sound card (PulseAudio, null sinks spk and micfeed) ready",
+            "xtask: virtual desktop {} (1920x1080, openbox), session and accessibility buses, and sound card (PulseAudio, null sinks spk and micfeed) ready",
             self.display
         );
         Ok(self)
@@ -364,6 +376,58 @@ impl Rig {
         Ok(())
     }
 
+    /// A private session bus and the accessibility bus on it (at-spi-bus-launcher, which starts
+    /// the registry on first use), with the desktop's assistive-technology switch on
+    /// (`org.a11y.Status.IsEnabled`: Chromium and Electron expose their tree only then).
+    fn start_buses(&mut self) -> Result<()> {
+        let socket = self.runtime.path().join("bus");
+        let address = format!("unix:path={}", socket.display());
+        let bus = self
+            .cmd("dbus-daemon")
+            .args(["--session", "--nofork", "--nopidfile"])
+            .arg(format!("--address={address}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting dbus-daemon (apt-get install dbus)")?;
+        self.children.lock().unwrap().push(bus);
+        wait_until("the session bus", Duration::from_secs(10), || socket.exists())?;
+        self.bus = Some(address);
+        let launcher = self
+            .cmd("/usr/libexec/at-spi-bus-launcher")
+            .arg("--launch-immediately")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting at-spi-bus-launcher (apt-get install at-spi2-core)")?;
+        self.children.lock().unwrap().push(launcher);
+        wait_until("the accessibility bus", Duration::from_secs(10), || {
+            self.cmd("dbus-send")
+                .args([
+                    "--session",
+                    "--print-reply",
+                    "--dest=org.a11y.Bus",
+                    "/org/a11y/bus",
+                    "org.a11y.Bus.GetAddress",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })?;
+        run(self.cmd("dbus-send").args([
+            "--session",
+            "--print-reply",
+            "--dest=org.a11y.Bus",
+            "/org/a11y/bus",
+            "org.freedesktop.DBus.Properties.Set",
+            "string:org.a11y.Status",
+            "string:IsEnabled",
+            "variant:boolean:true",
+        ]).stdout(Stdio::null()))?;
+        Ok(())
+    }
+
     /// A command that runs inside this desktop only.
     fn cmd(&self, program: &str) -> Command {
         let mut c = Command::new(program);
@@ -379,8 +443,18 @@ impl Rig {
             .env("PULSE_RUNTIME_PATH", self.runtime.path().join("pulse"))
             .env("VOXDESK_RIG", "1")
             .env("OMP_THREAD_LIMIT", "1")
+            // Applications expose their accessibility tree: GTK 2 through its modules, Qt and
+            // Chromium told that an assistive tool listens.
+            .env("GTK_MODULES", "gail:atk-bridge")
+            .env("ACCESSIBILITY_ENABLED", "1")
+            .env("QT_LINUX_ACCESSIBILITY_ALWAYS_ON", "1")
+            .env_remove("NO_AT_BRIDGE")
             .env_remove("WAYLAND_DISPLAY")
             .env_remove("XDG_SESSION_TYPE");
+        match &self.bus {
+            Some(a) => c.env("DBUS_SESSION_BUS_ADDRESS", a),
+            None => c.env_remove("DBUS_SESSION_BUS_ADDRESS"),
+        };
         c
     }
 }

@@ -44,10 +44,15 @@ fn norm(s: &str) -> String {
 }
 
 /// Is OCR's `read` the drawing of `name`? Either contains the other ("() I accept the terms"
-/// holds "I accept the terms"; "Save" is in "Save As…").
+/// holds "I accept the terms"; "Save" is in "Save As…"), or they differ by a slip or two of
+/// OCR's (a check box's circle read as "Ol" before its label): at least 80 % alike.
 fn names(name: &str, read: &str) -> bool {
     let (a, b) = (norm(name), norm(read));
-    !a.is_empty() && !b.is_empty() && (a.contains(&b) || b.contains(&a))
+    !a.is_empty()
+        && !b.is_empty()
+        && (a.contains(&b)
+            || b.contains(&a)
+            || (a.chars().count() >= 5 && strsim::normalized_levenshtein(&a, &b) >= 0.8))
 }
 
 fn single_line(n: &Node, labels_h: i32) -> bool {
@@ -222,6 +227,17 @@ mod tests {
         let nodes = [n(":1.2/7", Role::CHECK_BOX, "I accept the terms", Rect::new(18, 98, 190, 20), &[State::ENABLED])];
         let f = fuse(&labels, &nodes, FRAME);
         assert_eq!(text_of(&f), [("I accept the terms".into(), Some("check box"), true)]);
+    }
+
+    #[test]
+    fn a_label_read_with_a_slip_is_still_the_controls_drawn_name() {
+        let labels = [l("Ol accept the terms", 26, 345, 150), l("Save", 400, 345, 40)];
+        let nodes = [n(":1.2/c", Role::CHECK_BOX, "I accept the terms", Rect::new(26, 346, 13, 14), &[])];
+        let f = fuse(&labels, &nodes, FRAME);
+        assert_eq!(
+            text_of(&f),
+            [("I accept the terms".into(), Some("check box"), true), ("Save".into(), None, false)]
+        );
     }
 
     #[test]

@@ -77,6 +77,13 @@ pub fn phrase(text: &str, list: &[&'static str]) -> Option<&'static str> {
 const QUESTION_WORDS: &[&str] = &[
     "delete",
     "remove",
+    // Words match whole: the passive a dialog says it in ("will be removed") is a word of its own.
+    "deleted",
+    "removed",
+    "erased",
+    "destroyed",
+    "overwritten",
+    "wiped",
     "discard",
     "erase",
     "overwrite",
@@ -191,6 +198,11 @@ pub fn destructive_question(text: &str) -> bool {
         .iter()
         .any(|p| t.contains(p));
     asks && phrase(text, QUESTION_WORDS).is_some()
+}
+
+/// A button's text that backs out of a confirmation ("Cancel", "Keep them", "No").
+pub fn backs_out(text: &str) -> bool {
+    phrase(text, BACK_OUT).is_some()
 }
 
 /// A button's text that accepts such a question: a short label (four words at most) with an

@@ -7,7 +7,7 @@
 use std::fmt;
 
 use super::phrases::{
-    accepts, destructive_combo, destructive_dialog, destructive_question, destructive_text,
+    accepts, backs_out, destructive_combo, destructive_dialog, destructive_question, destructive_text,
     near_question, password_field, password_label, phrase, DESTRUCTIVE_DIALOG, PURCHASE,
 };
 use super::terminal::{destructive_line, Fed, Line};
@@ -440,18 +440,23 @@ fn is_password(t: &Target) -> bool {
     t.ax.as_ref().is_some_and(|a| a.role == Role::PASSWORD_TEXT)
 }
 
+/// Does button `b` answer dialog `d` yes: inside it, and an accepting word, or (the tree
+/// says it is a button) any button that does not back out ("Go ahead" beside "Keep them").
+fn answers(d: &Dialog, b: &Target) -> bool {
+    let button = b.ax.as_ref().is_some_and(|a| {
+        matches!(a.role, Role::PUSH_BUTTON | Role::TOGGLE_BUTTON | Role::LINK)
+    });
+    d.rect.contains(b.rect.centre())
+        && (accepts(&b.text) || (button && !b.text.trim().is_empty() && !backs_out(&b.text)))
+}
+
 /// A dialog the tree shows whose whole text asks a destructive question, and a button in it
 /// that accepts it.
 fn tree_dialog<'a>(dialogs: &'a [Dialog], targets: &'a [Target]) -> Option<(&'a Dialog, &'a Target)> {
     dialogs
         .iter()
         .filter(|d| destructive_question(&d.text.replace('\n', " ")) || d.text.lines().any(destructive_question))
-        .find_map(|d| {
-            targets
-                .iter()
-                .find(|b| accepts(&b.text) && d.rect.contains(b.rect.centre()))
-                .map(|b| (d, b))
-        })
+        .find_map(|d| targets.iter().find(|b| answers(d, b)).map(|b| (d, b)))
 }
 
 /// What the rails carry from one action of a batch to the next.
@@ -614,7 +619,7 @@ impl<'a> Ctx<'a> {
                 ));
             }
             if let Some((d, _)) = tree_dialog(self.screen.dialogs, self.screen.targets)
-                .filter(|(d, _)| accepts(&t.text) && d.rect.contains(t.rect.centre()))
+                .filter(|(d, _)| answers(d, t))
             {
                 return Err(refuse(
                     "destructive-dialog",
@@ -645,7 +650,9 @@ impl<'a> Ctx<'a> {
         }
         // A point clicked is a field there, unnamed: the labels beside and above it say what
         // it is.
-        let field = t.cloned().unwrap_or_else(|| Target {
+        // A control the tree puts under the point is that control, whatever its label says.
+        let under = hit.filter(|h| h.ax.is_some() && h.rect.contains(cp)).cloned();
+        let field = t.cloned().or(under).unwrap_or_else(|| Target {
             id: u32::MAX,
             text: String::new(),
             rect: Rect::new(cp.x as i32 - 2, cp.y as i32 - 2, 4, 4),
@@ -1884,6 +1891,9 @@ mod tests {
         ];
         let clicked = semantic(r#"{"actions":[{"action":"click","target":1},{"action":"type","text":"hunter2"}]}"#, form, &[]);
         assert_eq!(clicked.unwrap_err().rule, "password-field");
+        // Clicked by a point inside it, not by its id: the tree still says what is there.
+        let pointed = semantic(r#"{"actions":[{"action":"click","x":190,"y":111},{"action":"type","text":"hunter2"}]}"#, form, &[]);
+        assert_eq!(pointed.unwrap_err().rule, "password-field");
         // No click: the tree says the keyboard is in Name, a plain field: typing is fine.
         assert!(semantic(r#"{"actions":[{"action":"type","text":"Ada"}]}"#, form, &[]).is_ok());
         // The keyboard is in the password field (focused): refused without any click.

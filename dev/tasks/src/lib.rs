@@ -126,8 +126,9 @@ pub fn workdir() -> std::io::Result<PathBuf> {
     Err(std::io::Error::other("no free /tmp/taskN directory"))
 }
 
-/// A HOME and XDG directories of the app's own inside `dir`, and GTK quiet without a D-Bus
-/// session (no accessibility bus, settings in memory instead of dconf).
+/// A HOME and XDG directories of the app's own inside `dir`, settings in memory instead of
+/// dconf, and the accessibility tree on (the rig's session bus carries it; GTK 2 needs its
+/// modules).
 fn gtk_env(dir: &Path) -> std::io::Result<Vec<(&'static str, String)>> {
     let home = dir.join("home");
     for d in ["Templates", ".config", ".local/share", ".cache"] {
@@ -139,7 +140,7 @@ fn gtk_env(dir: &Path) -> std::io::Result<Vec<(&'static str, String)>> {
         ("XDG_CONFIG_HOME", s(home.join(".config"))),
         ("XDG_DATA_HOME", s(home.join(".local/share"))),
         ("XDG_CACHE_HOME", s(home.join(".cache"))),
-        ("NO_AT_BRIDGE", "1".into()),
+        ("GTK_MODULES", "gail:atk-bridge".into()),
         ("GSETTINGS_BACKEND", "memory".into()),
     ])
 }
@@ -157,6 +158,7 @@ fn chromium(dir: &Path, file: &str, page: &str) -> std::io::Result<Vec<String>> 
         "--disable-component-update".into(),
         "--disable-sync".into(),
         "--password-store=basic".into(),
+        "--force-renderer-accessibility".into(),
         format!("--user-data-dir={}", dir.join("profile").display()),
         "--window-position=100,100".into(),
         "--window-size=900,600".into(),
@@ -231,7 +233,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
             class: "Chromium",
             ready: "Task form",
             argv: chromium(dir, "task-form.html", FORM_PAGE)?,
-            env: vec![("NO_AT_BRIDGE", "1".into())],
+            env: vec![("ACCESSIBILITY_ENABLED", "1".into())],
             place: None,
             settle_ms: 1500,
             text: format!("click \"Full name\", type \"{FORM_NAME}\", click Join"),
@@ -245,7 +247,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
             class: "Chromium",
             ready: "Sign in",
             argv: chromium(dir, "task-login.html", LOGIN_PAGE)?,
-            env: vec![("NO_AT_BRIDGE", "1".into())],
+            env: vec![("ACCESSIBILITY_ENABLED", "1".into())],
             place: None,
             settle_ms: 1500,
             text: format!(
