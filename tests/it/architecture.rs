@@ -71,6 +71,7 @@ fn real(name: &str) -> PathBuf {
 const LAYERS: &[&str] = &[
     "voxdesk-core",
     "voxdesk-perception",
+    "voxdesk-a11y",
     "voxdesk-screen",
     "voxdesk-safety",
     "voxdesk-input",
@@ -339,6 +340,8 @@ fn each_device_crate_has_one_owner() {
         ("tokio_tungstenite::", &["realtime/transport.rs"]),
         ("pocketsphinx_sys", &["voice/sphinx.rs"]),
         ("earshot::", &["voice/listen.rs"]),
+        // The accessibility bus: one crate of its own (a reader, its walk, its event watcher).
+        ("zbus::", &["a11y/lib.rs", "a11y/walk.rs", "a11y/events.rs"]),
         // The daemon's server: its routes and where it is started.
         ("axum::", &["cli/serve/api.rs", "cli/serve/mod.rs"]),
     ];
