@@ -131,6 +131,9 @@ pub fn run() -> Vec<Check> {
     } else {
         out.push(Check::skipped("ocr-engine", "no tessdata"));
     }
+    if !wayland {
+        out.push(accessibility());
+    }
     // Narration: without a voice or an output voxdesk still runs, printing what it would say.
     out.push(match voxdesk_voice::narrate::probe_voice() {
         Ok(v) => Check::ok("voice", v),
@@ -168,6 +171,64 @@ pub fn run() -> Vec<Check> {
         .collect();
     out.push(Check::ok("realtime-keys", keys.join(", ")));
     out
+}
+
+/// The accessibility bus: up or not, the desktop's switch, which applications expose a tree and
+/// which expose nothing (a browser started without accessibility), the focused one's included.
+fn accessibility() -> Check {
+    let mut reader = match voxdesk_a11y::Reader::open(voxdesk_a11y::Limits::default()) {
+        Ok(r) => r,
+        Err(e) => {
+            return Check::warn(
+                "accessibility",
+                format!("{e}: targets come from OCR alone (no roles, states or exact values)"),
+                "apt-get install at-spi2-core (and libatk-bridge2.0-0; libatk-adaptor libgail-common for GTK 2 apps)",
+            )
+        }
+    };
+    let apps = match reader.apps() {
+        Ok(a) => a,
+        Err(e) => return Check::warn("accessibility", e.to_string(), "restart the desktop session"),
+    };
+    let switch = voxdesk_a11y::enabled();
+    let exposing: Vec<String> = apps
+        .iter()
+        .filter(|a| a.windows > 0)
+        .map(|a| if a.toolkit.is_empty() { a.name.clone() } else { format!("{} ({})", a.name, a.toolkit) })
+        .collect();
+    let mut silent: Vec<String> = apps
+        .iter()
+        .filter(|a| a.windows == 0 && !a.name.is_empty())
+        .map(|a| a.name.clone())
+        .collect();
+    if let Ok(Some(w)) = capture::focused_window() {
+        let on_bus = apps.iter().any(|a| a.pid.is_some() && a.pid == w.pid && a.windows > 0);
+        if !on_bus && !silent.contains(&w.app) {
+            silent.push(format!("{} (focused)", w.app));
+        }
+    }
+    let detail = format!(
+        "bus up, assistive technologies {}; a tree from: {}; nothing from: {}",
+        match switch {
+            Some(true) => "on",
+            Some(false) => "off",
+            None => "unknown",
+        },
+        if exposing.is_empty() { "none".to_string() } else { exposing.join(", ") },
+        if silent.is_empty() { "none".to_string() } else { silent.join(", ") },
+    );
+    let browser = silent
+        .iter()
+        .any(|a| ["chrom", "electron", "code", "brave", "slack"].iter().any(|b| a.to_lowercase().contains(b)));
+    if browser || switch == Some(false) {
+        Check::warn(
+            "accessibility",
+            detail,
+            "Chromium/Electron expose their tree only when told: start them with --force-renderer-accessibility, or turn on the desktop's assistive technologies (org.a11y.Status IsEnabled, e.g. `gsettings set org.gnome.desktop.interface toolkit-accessibility true`); GTK 2 apps need GTK_MODULES=gail:atk-bridge. Apps with no tree (xterm, xcalc) are read by OCR",
+        )
+    } else {
+        Check::ok("accessibility", detail)
+    }
 }
 
 /// One line per check.

@@ -248,7 +248,7 @@ fn gemini_drives_the_calculator_through_resumption_and_a_dropped_socket() {
     let rec = session_record(data.path());
     assert_eq!(rec["status"], "done");
     assert_eq!(rec["provider"], "gemini");
-    assert_eq!(rec["prompt_version"], "tools.v2+packet.v2+realtime.v1");
+    assert_eq!(rec["prompt_version"], "tools.v3+packet.v3+realtime.v2");
     let steps = rec["steps"].as_array().unwrap();
     let acts: Vec<&Value> = steps.iter().filter(|s| s["rails"] == "approved").collect();
     // The first act, and fc6 (cancelled while it ran); fc3, cancelled before, never ran.

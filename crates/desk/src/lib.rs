@@ -50,7 +50,7 @@ use verify::{overlay, repeatable, typed_at, verify, Evidence, Verdict};
 const PASSWORD_RULE: &str = "password-field";
 
 /// The version of the tool contract recorded in every session.
-pub const PROMPT_VERSION: &str = "tools.v2+packet.v2";
+pub const PROMPT_VERSION: &str = "tools.v3+packet.v3";
 /// Settling: look every this often until two frames in a row are identical…
 const SETTLE_EVERY: Duration = Duration::from_millis(60);
 /// …but never longer than this (an animation never settles).

@@ -2,8 +2,8 @@
 
 use voxdesk_perception::Target;
 
-pub const PACKET_TEMPLATE: &str = include_str!("../../../prompts/packet.v2.md");
-pub const PACKET_VERSION: &str = "packet.v2";
+pub const PACKET_TEMPLATE: &str = include_str!("../../../prompts/packet.v3.md");
+pub const PACKET_VERSION: &str = "packet.v3";
 
 /// One past step as the planner sees it.
 pub struct PastStep {
@@ -39,7 +39,11 @@ pub fn build(p: &PacketInput) -> String {
     let targets: Vec<String> = p
         .targets
         .iter()
-        .map(|t| quoted(serde_json::json!({"id": t.id, "text": t.text, "box": [t.rect.x, t.rect.y, t.rect.w, t.rect.h], "new": t.new})))
+        .map(|t| {
+            let mut v = crate::tool::target_json(t);
+            v["new"] = serde_json::Value::Bool(t.new);
+            quoted(v)
+        })
         .collect();
     let last3 = &p.history[p.history.len().saturating_sub(3)..];
     let history = if last3.is_empty() {
@@ -111,7 +115,7 @@ mod tests {
             picture: (1280, 720),
             targets: &ts,
         });
-        assert!(out.starts_with("<!-- voxdesk perception packet, version packet.v2 -->"));
+        assert!(out.starts_with("<!-- voxdesk perception packet, version packet.v3 -->"));
         assert_eq!(
             out.matches("</untrusted-screen-text>").count(),
             1,

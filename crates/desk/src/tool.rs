@@ -10,7 +10,7 @@ use voxdesk_safety::rails::Refusal;
 use super::verify::Verdict;
 
 /// The tool schema every driver is given (versioned; the version goes into session records).
-pub const TOOLS_JSON: &str = include_str!("../../../prompts/tools.v2.json");
+pub const TOOLS_JSON: &str = include_str!("../../../prompts/tools.v3.json");
 
 /// A decoded tool call.
 #[derive(Debug, Clone, PartialEq)]
@@ -419,7 +419,7 @@ mod tests {
             .map(|t| t["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, ["observe", "act", "done"]);
-        assert_eq!(v["version"], "tools.v2");
+        assert_eq!(v["version"], "tools.v3");
     }
 
     #[test]

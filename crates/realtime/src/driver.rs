@@ -17,8 +17,8 @@ use voxdesk_record::events::Event;
 use voxdesk_record::session::Status;
 
 /// The system instruction every realtime session opens with.
-pub const INSTRUCTION: &str = include_str!("../../../prompts/realtime.v1.md");
-pub const INSTRUCTION_VERSION: &str = "realtime.v1";
+pub const INSTRUCTION: &str = include_str!("../../../prompts/realtime.v2.md");
+pub const INSTRUCTION_VERSION: &str = "realtime.v2";
 
 /// Where and how to connect, resolved from flags, environment and config.
 pub struct Spec {

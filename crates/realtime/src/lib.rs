@@ -19,11 +19,11 @@ pub mod wire;
 
 use serde_json::Value;
 
-/// The desk's tools (`prompts/tools.v2.json`) as (name, description, JSON Schema), for either
+/// The desk's tools (`prompts/tools.v3.json`) as (name, description, JSON Schema), for either
 /// provider's function declarations.
 pub fn desk_functions() -> Vec<(String, String, Value)> {
     let v: Value = serde_json::from_str(voxdesk_desk::tool::TOOLS_JSON)
-        .expect("prompts/tools.v2.json is checked by the desk's own tests");
+        .expect("prompts/tools.v3.json is checked by the desk's own tests");
     v["tools"]
         .as_array()
         .into_iter()
