@@ -702,6 +702,7 @@ fn demo() -> Result<()> {
         .args(["look", "--annotate"])
         .arg(&after)
         .stdout(Stdio::null()))?;
+    let form_ok = form_demo(&rig, &bin, &out)?;
     drop(rig);
     // The session's HTML report.
     let sessions = data.join("voxdesk/sessions");
@@ -746,7 +747,69 @@ fn demo() -> Result<()> {
         heard,
         "the spoken task did not leave 72 on the calculator: see the listener's output above"
     );
+    anyhow::ensure!(
+        form_ok,
+        "the form's fields did not come from the accessibility tree, or the name typed was not verified exactly: see above"
+    );
     Ok(())
+}
+
+/// The accessibility tree fused with OCR: a GTK form whose empty fields have no text to read
+/// are targets with their roles; a name typed into one is verified by the field's value.
+fn form_demo(rig: &Rig, bin: &Path, out: &Path) -> Result<bool> {
+    let form = rig
+        .cmd("zenity")
+        .args([
+            "--forms",
+            "--title=Sign up",
+            "--text=Your details",
+            "--add-entry=Full name",
+            "--add-entry=Email",
+            "--add-password=Password",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting zenity")?;
+    rig.children.lock().unwrap().push(form);
+    wait_until("the form", Duration::from_secs(10), || {
+        rig.cmd("xdotool")
+            .args(["search", "--name", "Sign up", "windowactivate", "--sync"])
+            .status()
+            .is_ok_and(|s| s.success())
+    })?;
+    std::thread::sleep(Duration::from_millis(800));
+    println!("\n$ voxdesk look   (a GTK form: its empty fields come from the accessibility tree)");
+    let shown = rig.cmd(bin.to_str().unwrap()).arg("look").output()?;
+    let table = String::from_utf8_lossy(&shown.stdout);
+    for l in table.lines().filter(|l| l.contains(" ax")) {
+        println!("{l}");
+    }
+    let json = rig.cmd(bin.to_str().unwrap()).args(["look", "--json"]).output()?;
+    std::fs::write(out.join("look-form.json"), &json.stdout)?;
+    let look: serde_json::Value = serde_json::from_slice(&json.stdout).context("parsing look --json")?;
+    let Some(name) = look["targets"]
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["text"] == "Full name" && t["role"] == "text"))
+    else {
+        println!("the Full name field is not a target");
+        return Ok(false);
+    };
+    let b = &name["box"];
+    let f = |k: &str| b[k].as_f64().unwrap_or(0.0);
+    let (x, y) = ((f("x") + f("w") / 2.0) * 2.0 / 3.0, (f("y") + f("h") / 2.0) * 2.0 / 3.0);
+    let batch = format!(
+        r#"{{"actions":[{{"action":"click","x":{x:.1},"y":{y:.1}}},{{"action":"type","text":"Zoë Ångström"}}],"expect":{{"appears":"Zoë Ångström"}}}}"#
+    );
+    println!("\n$ voxdesk act --mode auto '{batch}'");
+    let r = rig
+        .cmd(bin.to_str().unwrap())
+        .env("VOXDESK_ALLOW_APPS", "Zenity")
+        .args(["act", "--mode", "auto", &batch])
+        .output()?;
+    let said = String::from_utf8_lossy(&r.stdout);
+    print!("{said}");
+    Ok(said.contains("exactly"))
 }
 
 /// The calculator driven by voice: each command spoken by flite into the virtual mic while

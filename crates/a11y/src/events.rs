@@ -13,7 +13,10 @@ const KEEP: usize = 4096;
 pub enum Kind {
     /// A node's states, text or name: refresh that node.
     Node,
-    /// Children added or removed, a window opened, closed or activated, bounds: read again.
+    /// Something moved or was resized: the kept elements' boxes are read again (one call each,
+    /// all at once), not the tree.
+    Bounds,
+    /// Children added or removed, a window opened, closed or activated: read again.
     Tree,
 }
 
@@ -24,6 +27,8 @@ pub struct Change {
     pub bus: String,
     pub path: String,
     pub kind: Kind,
+    /// The event, as `Member:detail` (logs, tests).
+    pub what: String,
 }
 
 /// Every change seen since the watcher started (the last [`KEEP`]).
@@ -39,7 +44,7 @@ impl Changes {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).0
     }
 
-    pub fn push(&self, bus: &str, path: &str, kind: Kind) {
+    pub fn push(&self, bus: &str, path: &str, kind: Kind, what: String) {
         let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         g.0 += 1;
         let seq = g.0;
@@ -51,6 +56,7 @@ impl Changes {
             bus: bus.to_string(),
             path: path.to_string(),
             kind,
+            what,
         });
     }
 
@@ -87,9 +93,11 @@ pub fn kind_of(interface: &str, member: &str, detail: &str) -> Option<Kind> {
             "accessible-parent" | "accessible-role" => Some(Kind::Tree),
             _ => None,
         },
-        ("org.a11y.atspi.Event.Object", "ChildrenChanged")
-        | ("org.a11y.atspi.Event.Object", "BoundsChanged")
-        | ("org.a11y.atspi.Event.Object", "VisibleDataChanged") => Some(Kind::Tree),
+        // Drawn content changed (a text view and its ancestors as one types): the elements
+        // and their boxes did not; the ones kept are refreshed.
+        ("org.a11y.atspi.Event.Object", "VisibleDataChanged") => Some(Kind::Node),
+        ("org.a11y.atspi.Event.Object", "BoundsChanged") => Some(Kind::Bounds),
+        ("org.a11y.atspi.Event.Object", "ChildrenChanged") => Some(Kind::Tree),
         ("org.a11y.atspi.Event.Window", _) => Some(Kind::Tree),
         _ => None,
     }
@@ -154,7 +162,7 @@ pub fn watch(conn: Connection, changes: Arc<Changes>) {
                 })
                 .unwrap_or_default();
             if let Some(kind) = kind_of(iface.as_str(), member.as_str(), &detail) {
-                changes.push(sender.as_str(), path.as_str(), kind);
+                changes.push(sender.as_str(), path.as_str(), kind, format!("{member}:{detail}"));
             }
         }
         changes
@@ -177,6 +185,8 @@ mod tests {
             (o, "StateChanged", "showing", Some(Kind::Tree)),
             (o, "TextChanged", "insert", Some(Kind::Node)),
             (o, "ChildrenChanged", "add", Some(Kind::Tree)),
+            (o, "VisibleDataChanged", "", Some(Kind::Node)),
+            (o, "BoundsChanged", "", Some(Kind::Bounds)),
             (o, "PropertyChange", "accessible-name", Some(Kind::Node)),
             (o, "PropertyChange", "accessible-table-caption", None),
             (o, "TextCaretMoved", "", None),
@@ -190,14 +200,14 @@ mod tests {
     fn changes_are_told_per_application_until_forgotten() {
         let c = Changes::default();
         let start = c.seq();
-        c.push(":1.5", "/a", Kind::Node);
-        c.push(":1.6", "/b", Kind::Tree);
+        c.push(":1.5", "/a", Kind::Node, "TextChanged:insert".into());
+        c.push(":1.6", "/b", Kind::Tree, "ChildrenChanged:add".into());
         let mine = c.since(start, ":1.5").unwrap();
         assert_eq!(mine.len(), 1);
         assert_eq!(mine[0].path, "/a");
         assert!(c.since(c.seq(), ":1.5").unwrap().is_empty());
         for _ in 0..KEEP + 5 {
-            c.push(":1.6", "/b", Kind::Node);
+            c.push(":1.6", "/b", Kind::Node, String::new());
         }
         assert!(c.since(start, ":1.5").is_none(), "forgotten: read again");
     }

@@ -171,6 +171,11 @@ impl Reader {
         Ok(self.apps.clone())
     }
 
+    /// Forget the kept tree: the next read walks again (a cold read, for the benchmark).
+    pub fn forget(&mut self) {
+        self.kept = None;
+    }
+
     /// Whether change events arrive (without them every observation reads the tree again).
     pub fn listening(&self) -> bool {
         self.changes
@@ -183,6 +188,7 @@ impl Reader {
     /// came from its application; refreshed in place when only states or text changed.
     pub fn tree(&mut self, window: &Window) -> Result<Option<Tree>, A11yError> {
         let t0 = Instant::now();
+        let conn = &self.conn;
         if let Some(k) = self.kept.as_mut() {
             let same = k.pid == window.pid && k.title == window.title && k.rect == window.rect;
             if same && self.changes.listening.load(std::sync::atomic::Ordering::SeqCst) {
@@ -193,18 +199,46 @@ impl Reader {
                         t.read_ms = ms(t0);
                         return Ok(Some(t));
                     }
-                    Some(c) if c.iter().all(|c| c.kind == Kind::Node) => {
-                        let keys: Vec<String> =
-                            c.iter().map(|c| format!("{}{}", c.bus, c.path)).collect();
-                        let known = keys
+                    Some(c) if c.iter().all(|c| c.kind != Kind::Tree) => {
+                        let moved = c.iter().any(|c| c.kind == Kind::Bounds);
+                        let mut keys: Vec<String> = c
                             .iter()
-                            .all(|key| k.tree.nodes.iter().any(|n| &n.key == key));
-                        if known {
+                            .filter(|c| c.kind == Kind::Node)
+                            .map(|c| format!("{}{}", c.bus, c.path))
+                            .collect();
+                        keys.sort();
+                        keys.dedup();
+                        let (known, other): (Vec<String>, Vec<String>) = keys
+                            .into_iter()
+                            .partition(|key| k.tree.nodes.iter().any(|n| &n.key == key));
+                        // A state or text that changed on an element not kept matters only
+                        // if it is one worth a target now showing (a menu item greyed out
+                        // while typing is not).
+                        let matters = async_io::block_on(async {
+                            let reads = join_all(other.iter().map(|key| {
+                                let at = key.find('/').unwrap_or(key.len());
+                                let r = Ref {
+                                    bus: key[..at].to_string(),
+                                    path: key[at..].to_string(),
+                                };
+                                async move { walk::basic(conn, &r).await }
+                            }))
+                            .await;
+                            reads.into_iter().any(|b| b.is_ok_and(|b| walk::wanted(&b)))
+                        });
+                        if !matters {
                             let seen = self.changes.seq();
                             let mut t = k.tree.clone();
-                            if async_io::block_on(walk::refresh(&self.conn, &mut t, &keys)) {
-                                self.generation += 1;
-                                t.generation = self.generation;
+                            if moved {
+                                async_io::block_on(walk::reboxes(conn, &mut t));
+                            }
+                            if known.is_empty()
+                                || async_io::block_on(walk::refresh(conn, &mut t, &known))
+                            {
+                                if !known.is_empty() || moved {
+                                    self.generation += 1;
+                                    t.generation = self.generation;
+                                }
                                 t.walked = false;
                                 k.tree = t.clone();
                                 k.seen = seen;
@@ -217,6 +251,13 @@ impl Reader {
                     _ => {}
                 }
             }
+        }
+        if let Some(k) = &self.kept {
+            tracing::debug!(
+                "accessibility: reading {:?} again ({:?})",
+                window.title,
+                self.changes.since(k.seen, &k.app.bus).map(|c| c.into_iter().filter(|c| c.kind == Kind::Tree).map(|c| c.what).take(3).collect::<Vec<_>>())
+            );
         }
         self.kept = None;
         let seen = self.changes.seq();
@@ -347,7 +388,7 @@ async fn pick_window(conn: &Connection, apps: &[App], window: &Window) -> Option
     let mut best: Option<(i32, &App, Ref)> = None;
     for (a, k, (b, rect)) in tops.into_iter().flatten() {
         let Some(b) = b else { continue };
-        let mut score = 0;
+        let mut score = i32::from(window.pid.is_some() && a.pid == window.pid);
         if !window.title.is_empty() && b.name == window.title {
             score += 4;
         }

@@ -160,7 +160,7 @@ async fn name_of(conn: &Connection, r: &Ref) -> Option<String> {
 
 /// Is this node worth a box: a control, a label (a dialog's question, a field's name), a
 /// dialog, a web document (whether it is still loading)?
-fn wanted(b: &Basic) -> bool {
+pub(crate) fn wanted(b: &Basic) -> bool {
     // pcmanfm's icons never say "showing"; anything else that does not is not on screen (a
     // select's closed menu, a hidden page).
     let on_screen = b.states.has(State::SHOWING) || b.role == Role::ICON;
@@ -316,6 +316,36 @@ pub(crate) fn dialogs_of(root: &Basic, window_box: Option<Rect>, nodes: &[Node])
         });
     }
     out
+}
+
+/// Read every kept node's box again (something moved); a node no longer visible is dropped.
+pub(crate) async fn reboxes(conn: &Connection, tree: &mut Tree) {
+    let refs: Vec<Option<Ref>> = tree
+        .nodes
+        .iter()
+        .map(|n| {
+            let at = n.key.find('/')?;
+            Some(Ref {
+                bus: n.key[..at].to_string(),
+                path: n.key[at..].to_string(),
+            })
+        })
+        .collect();
+    let boxes = join_all(refs.iter().map(|r| async move {
+        match r {
+            Some(r) => extents(conn, r).await,
+            None => None,
+        }
+    }))
+    .await;
+    let mut keep = boxes.into_iter();
+    tree.nodes.retain_mut(|n| match keep.next().flatten() {
+        Some(b) => {
+            n.rect = b;
+            true
+        }
+        None => false,
+    });
 }
 
 /// Re-read a few nodes in place (their states, name and value changed; their box did not).

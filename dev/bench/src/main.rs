@@ -1,6 +1,7 @@
 //! `voxdesk-bench`: the benchmarks behind `voxdesk bench …` (a dev tool, never part of the product binary): each prints a table of medians.
 
 mod bench;
+mod bench_a11y;
 mod bench_listen;
 mod bench_serve;
 mod bench_tasks;
