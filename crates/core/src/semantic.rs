@@ -34,6 +34,7 @@ const ROLE_NAMES: &[&str] = &[
 
 impl Role {
     pub const ALERT: Role = Role(2);
+    pub const CALENDAR: Role = Role(5);
     pub const CHECK_BOX: Role = Role(7);
     pub const CHECK_MENU_ITEM: Role = Role(8);
     pub const COMBO_BOX: Role = Role(11);
@@ -74,7 +75,8 @@ impl Role {
     pub fn is_interactive(self) -> bool {
         matches!(
             self,
-            Role::CHECK_BOX
+            Role::CALENDAR
+                | Role::CHECK_BOX
                 | Role::CHECK_MENU_ITEM
                 | Role::COMBO_BOX
                 | Role::ICON

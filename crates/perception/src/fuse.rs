@@ -2,13 +2,16 @@
 //!
 //! Heuristics (each generic, none keyed to an application's strings):
 //! - a label whose centre lies in a control is that control's text when it is the control's
-//!   name (either contains the other, spaces and case aside) or the control has no name; a
+//!   name (either contains the other, spaces and case aside, or 80 % alike) or the control has
+//!   no name and holds at most two labels (more: a container, its labels stay targets); a
 //!   single-line field's text is its value, so any label in it is folded;
 //! - a label over, beside (same row, ≤ 48 px apart) or just above a control is folded when its
 //!   text is the control's name (a check box and its label read as one, a form's "Name" left of
 //!   its field);
-//! - an unnamed field takes its name from the nearest label on its left (≤ 250 px) or just above;
-//! - an unnamed row, cell, icon or menu with no text in it is dropped (nothing to name it by);
+//! - an unnamed single-line field takes its name from the nearest label on its left (≤ 250 px)
+//!   or just above, among labels not drawn inside another control;
+//! - an unnamed row, cell, icon or menu with no text in it and not checked is dropped (nothing
+//!   to name it by);
 //! - boxes thinner than 4 px and controls whose centre is off the frame are dropped.
 
 use super::label::Label;
@@ -86,12 +89,28 @@ pub fn fuse(labels: &[Label], nodes: &[Node], frame: Rect) -> Vec<Item> {
     let mut controls: Vec<Node> = nodes.iter().filter(|n| control(n, &frame)).cloned().collect();
     // The smallest box that holds a label is the control it belongs to.
     controls.sort_by_key(|n| n.rect.area());
+    // An unnamed single-line field is named by the nearest label beside it, not one drawn in
+    // another control (an icon's glyph), and never a document's text area (what is left of it
+    // is other text, not its name).
+    let free: Vec<Label> = labels
+        .iter()
+        .filter(|l| !controls.iter().any(|n| n.rect.contains(l.rect.centre())))
+        .cloned()
+        .collect();
     for n in controls.iter_mut().filter(|n| n.name.is_empty() && n.is_field()) {
-        n.name = nearest_label(labels, &n.rect).unwrap_or_default();
+        if single_line(n, 16) {
+            n.name = nearest_label(&free, &n.rect).unwrap_or_default();
+        }
     }
     let mut drawn = vec![false; controls.len()];
     let mut read_names: Vec<Vec<(Rect, String)>> = vec![Vec::new(); controls.len()];
     let mut folded = vec![false; labels.len()];
+    // An unnamed control holding more than two labels is a container (a calendar, a panel):
+    // its labels are targets of their own, not its name.
+    let holds: Vec<usize> = controls
+        .iter()
+        .map(|n| labels.iter().filter(|l| n.rect.contains(l.rect.centre())).count())
+        .collect();
     for (li, l) in labels.iter().enumerate() {
         let c = l.rect.centre();
         if let Some(ci) = controls.iter().position(|n| n.rect.contains(c)) {
@@ -99,7 +118,7 @@ pub fn fuse(labels: &[Label], nodes: &[Node], frame: Rect) -> Vec<Item> {
             let fold = if n.is_field() {
                 single_line(n, l.rect.h) || names(&n.name, &l.text)
             } else {
-                n.name.is_empty() || names(&n.name, &l.text)
+                (n.name.is_empty() && holds[ci] <= 2) || names(&n.name, &l.text)
             };
             if fold {
                 folded[li] = true;
@@ -138,7 +157,8 @@ pub fn fuse(labels: &[Label], nodes: &[Node], frame: Rect) -> Vec<Item> {
             n.role,
             Role::TABLE_CELL | Role::LIST_ITEM | Role::TREE_ITEM | Role::ICON | Role::MENU
         );
-        if name.is_empty() && rows {
+        // A box a cell or row shows checked is a control even unnamed (a list's check column).
+        if name.is_empty() && rows && !n.states.has(State::CHECKED) {
             continue;
         }
         out.push(Item {
@@ -312,6 +332,29 @@ mod tests {
                 ("Free space: 41 GiB".into(), None, false),
             ]
         );
+    }
+
+    #[test]
+    fn a_glyph_in_a_button_does_not_name_a_field_nor_does_text_beside_an_editor() {
+        let labels = [l("vv", 742, 345, 20), l("No symbols found", 500, 400, 120)];
+        let nodes = [
+            n(":1.2/t", Role::TOGGLE_BUTTON, "", Rect::new(740, 336, 25, 34), &[]),
+            n(":1.2/loc", Role::TEXT, "", Rect::new(767, 336, 377, 34), &[State::EDITABLE, State::SINGLE_LINE]),
+            n(":1.2/ed", Role::TEXT, "", Rect::new(668, 368, 741, 329), &[State::EDITABLE, State::MULTI_LINE]),
+            // A list's check column: unnamed, checked, nothing read in it: still a target.
+            n(":1.2/c", Role::TABLE_CELL, "", Rect::new(826, 524, 41, 21), &[State::CHECKED, State::ENABLED]),
+        ];
+        let f = fuse(&labels, &nodes, FRAME);
+        let field = |key: &str| f.iter().find(|i| i.ax.as_ref().is_some_and(|a| a.key == key)).unwrap();
+        assert_eq!(field(":1.2/loc").label.text, "");
+        assert_eq!(field(":1.2/ed").label.text, "");
+        assert_eq!(field(":1.2/c").ax.as_ref().unwrap().states.words(Role::TABLE_CELL), ["checked"]);
+        // A calendar holds its days: they stay targets, and do not become its name.
+        let days = [l("1", 900, 600, 10), l("2", 930, 600, 10), l("3", 960, 600, 10)];
+        let cal = [n(":1.2/cal", Role::CALENDAR, "", Rect::new(890, 500, 200, 150), &[State::ENABLED])];
+        let f = fuse(&days, &cal, FRAME);
+        assert_eq!(f.len(), 4);
+        assert_eq!(f.iter().find(|i| i.ax.is_some()).unwrap().label.text, "");
     }
 
     #[test]
