@@ -333,9 +333,6 @@ pub fn perception(opts: &BenchOptions) -> Result<String> {
     }
     out.push_str("\nper image:\n");
     out.push_str(&per_image);
-    if std::env::var("DISPLAY").is_ok_and(|d| !d.is_empty()) {
-        out.push_str(&super::bench_a11y::a11y(opts.runs.max(5))?);
-    }
     Ok(out)
 }
 

@@ -132,12 +132,19 @@ fn run(what: BenchCmd) -> Result<()> {
                 runs,
                 no_cli,
                 misses,
-            } => bench::perception(&bench::BenchOptions {
-                fixtures,
-                runs: runs.max(1),
-                cli: !no_cli,
-                misses,
-            })?,
+            } => {
+                let mut out = bench::perception(&bench::BenchOptions {
+                    fixtures,
+                    runs: runs.max(1),
+                    cli: !no_cli,
+                    misses,
+                })?;
+                // The accessibility part needs a desktop with its bus (the rig).
+                if std::env::var("DISPLAY").is_ok_and(|d| !d.is_empty()) {
+                    out.push_str(&bench_a11y::a11y(runs.max(5))?);
+                }
+                out
+            }
         }
     );
     Ok(())
