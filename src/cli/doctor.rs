@@ -188,13 +188,25 @@ fn accessibility() -> Check {
     };
     let apps = match reader.apps() {
         Ok(a) => a,
-        Err(e) => return Check::warn("accessibility", e.to_string(), "restart the desktop session"),
+        Err(e) => {
+            return Check::warn(
+                "accessibility",
+                e.to_string(),
+                "restart the desktop session",
+            )
+        }
     };
     let switch = voxdesk_a11y::enabled();
     let exposing: Vec<String> = apps
         .iter()
         .filter(|a| a.windows > 0)
-        .map(|a| if a.toolkit.is_empty() { a.name.clone() } else { format!("{} ({})", a.name, a.toolkit) })
+        .map(|a| {
+            if a.toolkit.is_empty() {
+                a.name.clone()
+            } else {
+                format!("{} ({})", a.name, a.toolkit)
+            }
+        })
         .collect();
     let mut silent: Vec<String> = apps
         .iter()
@@ -202,7 +214,9 @@ fn accessibility() -> Check {
         .map(|a| a.name.clone())
         .collect();
     if let Ok(Some(w)) = capture::focused_window() {
-        let on_bus = apps.iter().any(|a| a.pid.is_some() && a.pid == w.pid && a.windows > 0);
+        let on_bus = apps
+            .iter()
+            .any(|a| a.pid.is_some() && a.pid == w.pid && a.windows > 0);
         if !on_bus && !silent.contains(&w.app) {
             silent.push(format!("{} (focused)", w.app));
         }
@@ -214,12 +228,22 @@ fn accessibility() -> Check {
             Some(false) => "off",
             None => "unknown",
         },
-        if exposing.is_empty() { "none".to_string() } else { exposing.join(", ") },
-        if silent.is_empty() { "none".to_string() } else { silent.join(", ") },
+        if exposing.is_empty() {
+            "none".to_string()
+        } else {
+            exposing.join(", ")
+        },
+        if silent.is_empty() {
+            "none".to_string()
+        } else {
+            silent.join(", ")
+        },
     );
-    let browser = silent
-        .iter()
-        .any(|a| ["chrom", "electron", "code", "brave", "slack"].iter().any(|b| a.to_lowercase().contains(b)));
+    let browser = silent.iter().any(|a| {
+        ["chrom", "electron", "code", "brave", "slack"]
+            .iter()
+            .any(|b| a.to_lowercase().contains(b))
+    });
     if browser || switch == Some(false) {
         Check::warn(
             "accessibility",

@@ -67,7 +67,11 @@ fn act(display: &str, batch: &str) -> (Option<i32>, Value, String) {
             .args(["act", "--json", batch]),
     );
     let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
-    (o.status.code(), v, String::from_utf8_lossy(&o.stderr).to_string())
+    (
+        o.status.code(),
+        v,
+        String::from_utf8_lossy(&o.stderr).to_string(),
+    )
 }
 
 const FORM: &str = r#"<!doctype html><html><head><title>Join the club</title></head>
@@ -101,7 +105,13 @@ fn form(display: &str, dir: &std::path::Path) -> Guard {
     assert!(wait_for(Duration::from_secs(20), || {
         Command::new("xdotool")
             .env("DISPLAY", display)
-            .args(["search", "--name", "Join the club", "windowactivate", "--sync"])
+            .args([
+                "search",
+                "--name",
+                "Join the club",
+                "windowactivate",
+                "--sync",
+            ])
             .status()
             .is_ok_and(|s| s.success())
     }));
@@ -121,14 +131,22 @@ fn every_control_of_a_chromium_form_is_a_target_with_its_role_and_state() {
     assert_eq!(name["value"], "", "an empty field is a target: {name}");
     assert!(control(&v, "entry", "Email").is_some(), "{}", describe(&v));
     let token = control(&v, "password text", "Token").unwrap_or_else(|| panic!("{}", describe(&v)));
-    assert!(token.get("value").is_none(), "a password's value is never read");
-    let terms = control(&v, "check box", "I accept the terms").unwrap_or_else(|| panic!("{}", describe(&v)));
+    assert!(
+        token.get("value").is_none(),
+        "a password's value is never read"
+    );
+    let terms = control(&v, "check box", "I accept the terms")
+        .unwrap_or_else(|| panic!("{}", describe(&v)));
     assert_eq!(terms["states"], serde_json::json!(["unchecked"]));
     let small = control(&v, "radio button", "Small").unwrap();
     let large = control(&v, "radio button", "Large").unwrap();
     assert_eq!(small["states"], serde_json::json!(["checked"]));
     assert_eq!(large["states"], serde_json::json!(["unchecked"]));
-    assert!(control(&v, "combo box", "Size").is_some(), "{}", describe(&v));
+    assert!(
+        control(&v, "combo box", "Size").is_some(),
+        "{}",
+        describe(&v)
+    );
     // Check boxes, radios and fields are targets of their own, not glued to their labels.
     let ids: Vec<&Value> = vec![&name["id"], &terms["id"], &small["id"], &large["id"]];
     let mut unique = ids.clone();
@@ -138,7 +156,9 @@ fn every_control_of_a_chromium_form_is_a_target_with_its_role_and_state() {
     assert_eq!(
         targets(&v)
             .iter()
-            .filter(|t| t["text"].as_str().is_some_and(|s| s.contains("accept the terms")))
+            .filter(|t| t["text"]
+                .as_str()
+                .is_some_and(|s| s.contains("accept the terms")))
             .count(),
         1,
         "{}",
@@ -157,7 +177,10 @@ fn every_control_of_a_chromium_form_is_a_target_with_its_role_and_state() {
     assert_eq!(code, Some(0), "{r} {err}");
     assert_eq!(r["verification"]["verdict"], "verified", "{r}");
     assert!(
-        r["verification"]["detail"].as_str().unwrap_or("").contains("exactly"),
+        r["verification"]["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("exactly"),
         "the tree's word: {r}"
     );
     let after = look_until(d, "the typed name in the field's value", |v| {
@@ -168,16 +191,23 @@ fn every_control_of_a_chromium_form_is_a_target_with_its_role_and_state() {
     let (x, y) = centre(&terms);
     let (code, r, err) = act(
         d,
-        &format!(r#"{{"actions":[{{"action":"click","x":{x},"y":{y}}}],"expect":{{"changes":true}}}}"#),
+        &format!(
+            r#"{{"actions":[{{"action":"click","x":{x},"y":{y}}}],"expect":{{"changes":true}}}}"#
+        ),
     );
     assert_eq!(code, Some(0), "{r} {err}");
     assert!(
-        r["verification"]["detail"].as_str().unwrap_or("").contains("became checked"),
+        r["verification"]["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("became checked"),
         "{r}"
     );
     look_until(d, "the box checked", |v| {
-        control(v, "check box", "I accept the terms")
-            .is_some_and(|t| t["states"] == serde_json::json!(["checked", "focused"]) || t["states"] == serde_json::json!(["checked"]))
+        control(v, "check box", "I accept the terms").is_some_and(|t| {
+            t["states"] == serde_json::json!(["checked", "focused"])
+                || t["states"] == serde_json::json!(["checked"])
+        })
     });
 
     // A password field is refused by its role: "Token" is no password word to a label rule.
@@ -185,11 +215,19 @@ fn every_control_of_a_chromium_form_is_a_target_with_its_role_and_state() {
     let (x, y) = centre(&token);
     let (code, r, err) = act(
         d,
-        &format!(r#"{{"actions":[{{"action":"click","x":{x},"y":{y}}},{{"action":"type","text":"s3cret"}}]}}"#),
+        &format!(
+            r#"{{"actions":[{{"action":"click","x":{x},"y":{y}}},{{"action":"type","text":"s3cret"}}]}}"#
+        ),
     );
     assert_ne!(code, Some(0), "{r} {err}");
     assert_eq!(r["refusal"]["rule"], "password-field", "{r}");
-    assert!(r["refusal"]["message"].as_str().unwrap().contains("password text"), "{r}");
+    assert!(
+        r["refusal"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("password text"),
+        "{r}"
+    );
 }
 
 #[test]
@@ -202,7 +240,9 @@ fn ids_survive_an_unrelated_change_on_screen() {
     let d: &str = &rig;
     let dir = tempfile::tempdir().unwrap();
     let _browser = form(d, dir.path());
-    let first = look_until(d, "the form from the tree", |v| control(v, "push button", "Join").is_some());
+    let first = look_until(d, "the form from the tree", |v| {
+        control(v, "push button", "Join").is_some()
+    });
     let mut s = Settings::default();
     s.rails.mode = Mode::Observe;
     let latch = Arc::new(voxdesk_input::stop::StopLatch::default());
@@ -236,7 +276,11 @@ fn ids_survive_an_unrelated_change_on_screen() {
         b["y"].as_i64().unwrap() + b["h"].as_i64().unwrap() / 2,
     );
     let xd = |args: &[&str]| {
-        Command::new("xdotool").env("DISPLAY", d).args(args).status().unwrap();
+        Command::new("xdotool")
+            .env("DISPLAY", d)
+            .args(args)
+            .status()
+            .unwrap();
     };
     xd(&["mousemove", &x.to_string(), &y.to_string(), "click", "1"]);
     xd(&["type", "--delay", "20", "someone@example.org"]);
@@ -286,9 +330,13 @@ fn gtk3_gtk2_and_qt_controls_are_targets_with_their_roles() {
     let argv = gtk(dir.path(), &["mousepad"]);
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let mousepad = app(d, &argv, "Mousepad");
-    let v = look_until(d, "mousepad's tree", |v| control(v, "menu", "File").is_some());
+    let v = look_until(d, "mousepad's tree", |v| {
+        control(v, "menu", "File").is_some()
+    });
     assert!(
-        targets(&v).iter().any(|t| t["role"] == "text" && t["states"].to_string().contains("editable")),
+        targets(&v)
+            .iter()
+            .any(|t| t["role"] == "text" && t["states"].to_string().contains("editable")),
         "the editor: {}",
         describe(&v)
     );
@@ -304,7 +352,11 @@ fn gtk3_gtk2_and_qt_controls_are_targets_with_their_roles() {
                 && t["states"].to_string().contains("focused")
         })
     });
-    assert!(control(&v, "push button", "Cancel").is_some(), "{}", describe(&v));
+    assert!(
+        control(&v, "push button", "Cancel").is_some(),
+        "{}",
+        describe(&v)
+    );
     drop(mousepad);
 
     // GTK 2: pcmanfm's file icons are targets of their own, named by what is drawn under
@@ -321,7 +373,9 @@ fn gtk3_gtk2_and_qt_controls_are_targets_with_their_roles() {
     let v = look_until(d, "pcmanfm's icons and location", |v| {
         control(v, "icon", "alpha.txt").is_some()
             && control(v, "icon", "beta.txt").is_some()
-            && targets(v).iter().any(|t| t["role"] == "text" && t["value"] == path.as_str())
+            && targets(v)
+                .iter()
+                .any(|t| t["role"] == "text" && t["value"] == path.as_str())
     });
     assert_ne!(
         control(&v, "icon", "alpha.txt").unwrap()["id"],
@@ -337,9 +391,15 @@ fn gtk3_gtk2_and_qt_controls_are_targets_with_their_roles() {
         control(v, "push button", "Open").is_some()
     });
     let undo = control(&v, "push button", "Undo").unwrap_or_else(|| panic!("{}", describe(&v)));
-    assert_eq!(undo["states"], serde_json::json!(["disabled"]), "nothing to undo yet");
+    assert_eq!(
+        undo["states"],
+        serde_json::json!(["disabled"]),
+        "nothing to undo yet"
+    );
     assert!(
-        targets(&v).iter().any(|t| t["role"] == "text" && t["states"].to_string().contains("editable")),
+        targets(&v)
+            .iter()
+            .any(|t| t["role"] == "text" && t["states"].to_string().contains("editable")),
         "{}",
         describe(&v)
     );
@@ -367,7 +427,10 @@ fn a_dialog_is_read_whole_and_its_accepting_button_is_refused() {
     });
     let ok = control(&v, "push button", "Go ahead").unwrap();
     let (x, y) = centre(&ok);
-    let (code, r, err) = act(d, &format!(r#"{{"actions":[{{"action":"click","x":{x},"y":{y}}}]}}"#));
+    let (code, r, err) = act(
+        d,
+        &format!(r#"{{"actions":[{{"action":"click","x":{x},"y":{y}}}]}}"#),
+    );
     assert_ne!(code, Some(0), "{r} {err}");
     assert_eq!(r["refusal"]["rule"], "destructive-dialog", "{r}");
     std::thread::sleep(Duration::from_millis(300));

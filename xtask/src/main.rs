@@ -391,7 +391,9 @@ impl Rig {
             .spawn()
             .context("starting dbus-daemon (apt-get install dbus)")?;
         self.children.lock().unwrap().push(bus);
-        wait_until("the session bus", Duration::from_secs(10), || socket.exists())?;
+        wait_until("the session bus", Duration::from_secs(10), || {
+            socket.exists()
+        })?;
         self.bus = Some(address);
         let launcher = self
             .cmd("/usr/libexec/at-spi-bus-launcher")
@@ -415,16 +417,19 @@ impl Rig {
                 .status()
                 .is_ok_and(|s| s.success())
         })?;
-        run(self.cmd("dbus-send").args([
-            "--session",
-            "--print-reply",
-            "--dest=org.a11y.Bus",
-            "/org/a11y/bus",
-            "org.freedesktop.DBus.Properties.Set",
-            "string:org.a11y.Status",
-            "string:IsEnabled",
-            "variant:boolean:true",
-        ]).stdout(Stdio::null()))?;
+        run(self
+            .cmd("dbus-send")
+            .args([
+                "--session",
+                "--print-reply",
+                "--dest=org.a11y.Bus",
+                "/org/a11y/bus",
+                "org.freedesktop.DBus.Properties.Set",
+                "string:org.a11y.Status",
+                "string:IsEnabled",
+                "variant:boolean:true",
+            ])
+            .stdout(Stdio::null()))?;
         Ok(())
     }
 
@@ -785,19 +790,26 @@ fn form_demo(rig: &Rig, bin: &Path, out: &Path) -> Result<bool> {
     for l in table.lines().filter(|l| l.contains(" ax")) {
         println!("{l}");
     }
-    let json = rig.cmd(bin.to_str().unwrap()).args(["look", "--json"]).output()?;
+    let json = rig
+        .cmd(bin.to_str().unwrap())
+        .args(["look", "--json"])
+        .output()?;
     std::fs::write(out.join("look-form.json"), &json.stdout)?;
-    let look: serde_json::Value = serde_json::from_slice(&json.stdout).context("parsing look --json")?;
-    let Some(name) = look["targets"]
-        .as_array()
-        .and_then(|ts| ts.iter().find(|t| t["text"] == "Full name" && t["role"] == "text"))
-    else {
+    let look: serde_json::Value =
+        serde_json::from_slice(&json.stdout).context("parsing look --json")?;
+    let Some(name) = look["targets"].as_array().and_then(|ts| {
+        ts.iter()
+            .find(|t| t["text"] == "Full name" && t["role"] == "text")
+    }) else {
         println!("the Full name field is not a target");
         return Ok(false);
     };
     let b = &name["box"];
     let f = |k: &str| b[k].as_f64().unwrap_or(0.0);
-    let (x, y) = ((f("x") + f("w") / 2.0) * 2.0 / 3.0, (f("y") + f("h") / 2.0) * 2.0 / 3.0);
+    let (x, y) = (
+        (f("x") + f("w") / 2.0) * 2.0 / 3.0,
+        (f("y") + f("h") / 2.0) * 2.0 / 3.0,
+    );
     let batch = format!(
         r#"{{"actions":[{{"action":"click","x":{x:.1},"y":{y:.1}}},{{"action":"type","text":"Zoë Ångström"}}],"expect":{{"appears":"Zoë Ångström"}}}}"#
     );

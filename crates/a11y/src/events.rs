@@ -157,12 +157,23 @@ pub fn watch(conn: Connection, changes: Arc<Changes>) {
                 .deserialize::<(String, i32, i32, zbus::zvariant::OwnedValue, Props)>()
                 .map(|b| b.0)
                 .or_else(|_| {
-                    body.deserialize::<(String, i32, i32, zbus::zvariant::OwnedValue, (String, zbus::zvariant::OwnedObjectPath))>()
-                        .map(|b| b.0)
+                    body.deserialize::<(
+                        String,
+                        i32,
+                        i32,
+                        zbus::zvariant::OwnedValue,
+                        (String, zbus::zvariant::OwnedObjectPath),
+                    )>()
+                    .map(|b| b.0)
                 })
                 .unwrap_or_default();
             if let Some(kind) = kind_of(iface.as_str(), member.as_str(), &detail) {
-                changes.push(sender.as_str(), path.as_str(), kind, format!("{member}:{detail}"));
+                changes.push(
+                    sender.as_str(),
+                    path.as_str(),
+                    kind,
+                    format!("{member}:{detail}"),
+                );
             }
         }
         changes
@@ -190,7 +201,12 @@ mod tests {
             (o, "PropertyChange", "accessible-name", Some(Kind::Node)),
             (o, "PropertyChange", "accessible-table-caption", None),
             (o, "TextCaretMoved", "", None),
-            ("org.a11y.atspi.Event.Window", "Activate", "", Some(Kind::Tree)),
+            (
+                "org.a11y.atspi.Event.Window",
+                "Activate",
+                "",
+                Some(Kind::Tree),
+            ),
         ] {
             assert_eq!(kind_of(iface, member, detail), want, "{member} {detail}");
         }

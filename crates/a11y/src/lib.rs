@@ -99,7 +99,11 @@ fn bus_err(e: impl std::fmt::Display) -> A11yError {
     A11yError::Bus(e.to_string())
 }
 
-async fn session_call<R>(iface: &str, method: &str, body: &(impl serde::Serialize + zbus::zvariant::DynamicType)) -> Result<R, A11yError>
+async fn session_call<R>(
+    iface: &str,
+    method: &str,
+    body: &(impl serde::Serialize + zbus::zvariant::DynamicType),
+) -> Result<R, A11yError>
 where
     R: for<'d> serde::Deserialize<'d> + zbus::zvariant::Type,
 {
@@ -107,7 +111,13 @@ where
         .await
         .map_err(|e| A11yError::NoSessionBus(e.to_string()))?;
     let m = s
-        .call_method(Some("org.a11y.Bus"), "/org/a11y/bus", Some(iface), method, body)
+        .call_method(
+            Some("org.a11y.Bus"),
+            "/org/a11y/bus",
+            Some(iface),
+            method,
+            body,
+        )
         .await
         .map_err(|e| A11yError::NoBus(e.to_string()))?;
     m.body().deserialize::<R>().map_err(bus_err)
@@ -131,9 +141,14 @@ pub fn enabled() -> Option<bool> {
     bool::try_from(v).ok()
 }
 
+/// An application that does not answer a call within this is treated as gone for that call (a
+/// hung app never hangs an observation: the walk's budget is checked between levels).
+const CALL_TIMEOUT: Duration = Duration::from_millis(300);
+
 async fn connect(address: &str) -> Result<Connection, A11yError> {
     zbus::connection::Builder::address(address)
         .map_err(|e| A11yError::NoBus(e.to_string()))?
+        .method_timeout(CALL_TIMEOUT)
         .build()
         .await
         .map_err(|e| A11yError::NoBus(e.to_string()))
@@ -191,7 +206,12 @@ impl Reader {
         let conn = &self.conn;
         if let Some(k) = self.kept.as_mut() {
             let same = k.pid == window.pid && k.title == window.title && k.rect == window.rect;
-            if same && self.changes.listening.load(std::sync::atomic::Ordering::SeqCst) {
+            if same
+                && self
+                    .changes
+                    .listening
+                    .load(std::sync::atomic::Ordering::SeqCst)
+            {
                 match self.changes.since(k.seen, &k.app.bus) {
                     Some(c) if c.is_empty() => {
                         let mut t = k.tree.clone();
@@ -256,7 +276,12 @@ impl Reader {
             tracing::debug!(
                 "accessibility: reading {:?} again ({:?})",
                 window.title,
-                self.changes.since(k.seen, &k.app.bus).map(|c| c.into_iter().filter(|c| c.kind == Kind::Tree).map(|c| c.what).take(3).collect::<Vec<_>>())
+                self.changes.since(k.seen, &k.app.bus).map(|c| c
+                    .into_iter()
+                    .filter(|c| c.kind == Kind::Tree)
+                    .map(|c| c.what)
+                    .take(3)
+                    .collect::<Vec<_>>())
             );
         }
         self.kept = None;
@@ -264,8 +289,12 @@ impl Reader {
         let Some((app, win)) = self.find(window)? else {
             return Ok(None);
         };
-        let mut tree =
-            async_io::block_on(walk::read(&self.conn, &win, self.limits.budget, self.limits.cap))?;
+        let mut tree = async_io::block_on(walk::read(
+            &self.conn,
+            &win,
+            self.limits.budget,
+            self.limits.cap,
+        ))?;
         self.generation += 1;
         tree.generation = self.generation;
         tree.toolkit = app.toolkit.clone();
@@ -285,7 +314,12 @@ impl Reader {
     /// title; the app list is read again when the process is not on it.
     fn find(&mut self, window: &Window) -> Result<Option<(App, Ref)>, A11yError> {
         let mut fresh = false;
-        if self.apps.is_empty() || !self.apps.iter().any(|a| a.pid.is_some() && a.pid == window.pid) {
+        if self.apps.is_empty()
+            || !self
+                .apps
+                .iter()
+                .any(|a| a.pid.is_some() && a.pid == window.pid)
+        {
             self.apps = async_io::block_on(list_apps(&self.conn))?;
             fresh = true;
         }
@@ -379,10 +413,16 @@ async fn pick_window(conn: &Connection, apps: &[App], window: &Window) -> Option
     let tops = join_all(apps.iter().map(|a| async move {
         let kids = walk::children(conn, &a.r).await.unwrap_or_default();
         let infos = join_all(kids.iter().map(|k| async move {
-            (walk::basic(conn, k).await.ok(), walk::extents(conn, k).await)
+            (
+                walk::basic(conn, k).await.ok(),
+                walk::extents(conn, k).await,
+            )
         }))
         .await;
-        kids.into_iter().zip(infos).map(move |(k, i)| (a, k, i)).collect::<Vec<_>>()
+        kids.into_iter()
+            .zip(infos)
+            .map(move |(k, i)| (a, k, i))
+            .collect::<Vec<_>>()
     }))
     .await;
     let mut best: Option<(i32, &App, Ref)> = None;

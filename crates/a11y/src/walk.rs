@@ -86,7 +86,10 @@ where
 
 pub(crate) async fn children(conn: &Connection, r: &Ref) -> Result<Vec<Ref>, A11yError> {
     let v: Vec<(String, OwnedObjectPath)> = call(conn, r, ACCESSIBLE, "GetChildren", &()).await?;
-    Ok(v.into_iter().map(Ref::from_wire).filter(|r| !r.is_null()).collect())
+    Ok(v.into_iter()
+        .map(Ref::from_wire)
+        .filter(|r| !r.is_null())
+        .collect())
 }
 
 pub(crate) async fn basic(conn: &Connection, r: &Ref) -> Result<Basic, A11yError> {
@@ -100,10 +103,7 @@ pub(crate) async fn basic(conn: &Connection, r: &Ref) -> Result<Basic, A11yError
         .ok()
         .and_then(|v| String::try_from(v).ok())
         .unwrap_or_default();
-    let children = count
-        .ok()
-        .and_then(|v| i32::try_from(v).ok())
-        .unwrap_or(-1);
+    let children = count.ok().and_then(|v| i32::try_from(v).ok()).unwrap_or(-1);
     Ok(Basic {
         role: Role(role?),
         states: States::from_words(&states?[..]),
@@ -135,7 +135,9 @@ pub(crate) async fn text(conn: &Connection, r: &Ref) -> Option<String> {
 /// The name of what labels `r` (its `labelled-by` relation), when it has one.
 async fn labelled_by(conn: &Connection, r: &Ref) -> Option<String> {
     let set: Vec<(u32, Vec<(String, OwnedObjectPath)>)> =
-        call(conn, r, ACCESSIBLE, "GetRelationSet", &()).await.ok()?;
+        call(conn, r, ACCESSIBLE, "GetRelationSet", &())
+            .await
+            .ok()?;
     let by: Vec<Ref> = set
         .into_iter()
         .filter(|(kind, _)| *kind == LABELLED_BY)
@@ -296,7 +298,12 @@ pub(crate) fn dialogs_of(root: &Basic, window_box: Option<Rect>, nodes: &[Node])
         if !title.is_empty() {
             parts.push(title);
         }
-        parts.extend(labels.iter().map(|n| n.name.as_str()).filter(|t| *t != title));
+        parts.extend(
+            labels
+                .iter()
+                .map(|n| n.name.as_str())
+                .filter(|t| *t != title),
+        );
         parts.join("\n")
     };
     if root.role.is_dialog() {

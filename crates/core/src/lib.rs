@@ -7,8 +7,8 @@
 //! ```
 
 pub mod action;
-pub mod semantic;
 pub mod config;
 pub mod geometry;
 pub mod keys;
 pub mod private;
+pub mod semantic;

@@ -107,7 +107,13 @@ impl Desk {
             line: p.obs.window.as_ref().map(|w| self.lines.get(w)),
             window: p.obs.window_rect,
             popups: &popups,
-            dialogs: p.obs.perception.tree.as_ref().map(|t| &t.dialogs[..]).unwrap_or(&[]),
+            dialogs: p
+                .obs
+                .perception
+                .tree
+                .as_ref()
+                .map(|t| &t.dialogs[..])
+                .unwrap_or(&[]),
         };
         let rails = &self.settings.rails;
         // The same batch again, right after it ran and could not be confirmed, with no look in
@@ -356,9 +362,13 @@ impl Desk {
             .collect();
         // The tree's word, exact, where it has one: a field's value, a box's state.
         if all_ran {
-            if let Some(v) =
-                verify::semantic(expect, &now_typed, before, &after.perception.targets, &verdict)
-            {
+            if let Some(v) = verify::semantic(
+                expect,
+                &now_typed,
+                before,
+                &after.perception.targets,
+                &verdict,
+            ) {
                 verdict = v;
             }
         }

@@ -1,8 +1,8 @@
 //! The desk's eyes, one device handle: a frame of the screen, its targets (OCR fused with the focused window's accessibility tree), a region read as one line, the focused window and the windows shown. The real one owns the capturer, the OCR engines, the accessibility reader and the window list; the act pipeline's tests hand the desk a fake.
 
+use voxdesk_a11y::{Limits, Reader};
 use voxdesk_core::config::Settings;
 use voxdesk_core::geometry::Rect;
-use voxdesk_a11y::{Limits, Reader};
 use voxdesk_perception::engine::{self, EngineError};
 use voxdesk_perception::{Perceiver, Perception};
 use voxdesk_screen::capture::{self, CaptureError, Capturer, FocusedWindow};
@@ -56,9 +56,11 @@ pub struct ScreenEyes {
 
 /// Why a window's targets come from OCR alone.
 fn no_tree_why(window: &FocusedWindow) -> String {
-    let browser = ["chromium", "chrome", "electron", "code", "slack", "discord", "brave"]
-        .iter()
-        .any(|b| window.app.to_lowercase().contains(b));
+    let browser = [
+        "chromium", "chrome", "electron", "code", "slack", "discord", "brave",
+    ]
+    .iter()
+    .any(|b| window.app.to_lowercase().contains(b));
     if browser {
         format!("{} exposes no accessibility tree: it was started without accessibility (start it with --force-renderer-accessibility, or turn on the desktop's assistive technologies: org.a11y.Status IsEnabled)", window.app)
     } else {
@@ -123,7 +125,9 @@ impl Eyes for ScreenEyes {
                 let win = voxdesk_a11y::Window {
                     pid: fw.pid,
                     title: fw.title.clone(),
-                    rect: fw.rect.map(|(x, y, ww, hh)| Rect::new(x, y, ww as i32, hh as i32)),
+                    rect: fw
+                        .rect
+                        .map(|(x, y, ww, hh)| Rect::new(x, y, ww as i32, hh as i32)),
                 };
                 match reader.tree(&win) {
                     Ok(Some(mut t)) => {
@@ -138,7 +142,13 @@ impl Eyes for ScreenEyes {
                     Ok(None) => (None, no_tree_why(fw)),
                     Err(e) => {
                         tracing::warn!("the accessibility tree of {}: {e}", fw.app);
-                        (None, format!("the accessibility tree of {} could not be read: {e}", fw.app))
+                        (
+                            None,
+                            format!(
+                                "the accessibility tree of {} could not be read: {e}",
+                                fw.app
+                            ),
+                        )
                     }
                 }
             }

@@ -43,7 +43,9 @@ use eyes::{Eyes, ScreenEyes};
 use hands::{DeviceHands, Hands};
 use lines::Lines;
 use packet::PastStep;
-use tool::{ActResult, ActStatus, ActionOutcome, ErrorKind, ObservationView, Route, ToolCall, ToolResult};
+use tool::{
+    ActResult, ActStatus, ActionOutcome, ErrorKind, ObservationView, Route, ToolCall, ToolResult,
+};
 use verify::{overlay, repeatable, typed_at, verify, Evidence, Verdict};
 
 /// The rails' rule for text that would go into a password field (`rails::type_text`).
@@ -481,7 +483,12 @@ impl Desk {
             line: obs.window.as_ref().map(|w| self.lines.get(w)),
             window: obs.window_rect,
             popups: &popups_of(obs),
-            dialogs: obs.perception.tree.as_ref().map(|t| &t.dialogs[..]).unwrap_or(&[]),
+            dialogs: obs
+                .perception
+                .tree
+                .as_ref()
+                .map(|t| &t.dialogs[..])
+                .unwrap_or(&[]),
         };
         let refused = rails::check(
             batch,

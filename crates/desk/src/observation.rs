@@ -127,7 +127,12 @@ pub fn render_targets(targets: &[Target]) -> String {
             t.conf
         ));
         if let Some(a) = &t.ax {
-            s.push_str(&format!(" {} [{}] {}", a.role.name(), a.states.words(a.role).join(","), t.source()));
+            s.push_str(&format!(
+                " {} [{}] {}",
+                a.role.name(),
+                a.states.words(a.role).join(","),
+                t.source()
+            ));
             if let Some(v) = &a.value {
                 s.push_str(&format!(" = {:?}", v.chars().take(40).collect::<String>()));
             }

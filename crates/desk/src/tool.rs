@@ -103,7 +103,8 @@ const VALUE_CHARS: usize = 300;
 /// One target as the model reads it: `role`, `states`, `value` and `source` only where the
 /// tree said something (absent: OCR alone read it).
 pub fn target_json(t: &Target) -> Value {
-    let mut v = json!({"id": t.id, "text": t.text, "box": [t.rect.x, t.rect.y, t.rect.w, t.rect.h]});
+    let mut v =
+        json!({"id": t.id, "text": t.text, "box": [t.rect.x, t.rect.y, t.rect.w, t.rect.h]});
     if let Some(ax) = &t.ax {
         v["role"] = Value::from(ax.role.name());
         let states = ax.states.words(ax.role);
@@ -113,7 +114,10 @@ pub fn target_json(t: &Target) -> Value {
         if let Some(val) = &ax.value {
             let n = val.chars().count();
             v["value"] = Value::from(if n > VALUE_CHARS {
-                format!("{}… ({n} characters)", val.chars().take(VALUE_CHARS).collect::<String>())
+                format!(
+                    "{}… ({n} characters)",
+                    val.chars().take(VALUE_CHARS).collect::<String>()
+                )
             } else {
                 val.clone()
             });
@@ -478,7 +482,11 @@ mod tests {
         // A control the tree backs says its role, states, value and source; a long value is cut.
         use voxdesk_core::semantic::{Role, State, States};
         let mut v = view();
-        v.route = Route { tree: true, why: String::new(), partial: true };
+        v.route = Route {
+            tree: true,
+            why: String::new(),
+            partial: true,
+        };
         v.targets[0].ax = Some(voxdesk_perception::fuse::Ax {
             key: ":1.2/5".into(),
             role: Role::CHECK_BOX,
@@ -509,7 +517,10 @@ mod tests {
         );
         assert_eq!(j["targets"][1]["source"], "ax");
         assert_eq!(j["targets"][1]["states"], serde_json::json!(["editable"]));
-        assert!(j["targets"][1]["value"].as_str().unwrap().ends_with("… (400 characters)"));
+        assert!(j["targets"][1]["value"]
+            .as_str()
+            .unwrap()
+            .ends_with("… (400 characters)"));
         let refused = ActResult {
             observation_id: "s-1".into(),
             app: None,

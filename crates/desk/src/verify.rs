@@ -196,9 +196,15 @@ pub fn semantic(
         if want.is_empty() || changed.is_empty() {
             continue;
         }
-        let into = |(_, v, b): &&(&Target, &str, &str)| v.matches(want).count() > b.matches(want).count();
+        let into =
+            |(_, v, b): &&(&Target, &str, &str)| v.matches(want).count() > b.matches(want).count();
         match changed.iter().find(into) {
-            Some((t, _, _)) => notes.push(format!("{want:?} is in {} {} ({:?}), exactly", role_of(t), t.id, t.text)),
+            Some((t, _, _)) => notes.push(format!(
+                "{want:?} is in {} {} ({:?}), exactly",
+                role_of(t),
+                t.id,
+                t.text
+            )),
             None => {
                 let (t, v, _) = changed[0];
                 return Some(Verdict::Unconfirmed(format!(
@@ -214,7 +220,9 @@ pub fn semantic(
     if pixels.is_miss() && !expect.is_empty() && expect.disappears.is_empty() && !expect.changes {
         // What OCR missed may be a field's value, read exactly.
         let all_in_fields = expect.appears.iter().chain(&expect.shows).all(|s| {
-            changed.iter().any(|(_, v, b)| v.matches(s.as_str()).count() > b.matches(s.as_str()).count())
+            changed
+                .iter()
+                .any(|(_, v, b)| v.matches(s.as_str()).count() > b.matches(s.as_str()).count())
         });
         if all_in_fields && !(expect.appears.is_empty() && expect.shows.is_empty()) {
             let mut why: Vec<String> = expect
@@ -255,7 +263,12 @@ pub fn state_changes(before: &[Target], after: &[Target]) -> Vec<String> {
         };
         let (w0, w1) = (b.states.words(b.role), a.states.words(a.role));
         for w in w1.iter().filter(|w| !w0.contains(w) && **w != "editable") {
-            out.push(format!("{} {} ({:?}) became {w}", a.role.name(), t.id, t.text));
+            out.push(format!(
+                "{} {} ({:?}) became {w}",
+                a.role.name(),
+                t.id,
+                t.text
+            ));
         }
     }
     out
@@ -731,7 +744,13 @@ mod tests {
         }
     }
 
-    fn ax_target(id: u32, text: &str, role: voxdesk_core::semantic::Role, states: &[voxdesk_core::semantic::State], value: Option<&str>) -> Target {
+    fn ax_target(
+        id: u32,
+        text: &str,
+        role: voxdesk_core::semantic::Role,
+        states: &[voxdesk_core::semantic::State],
+        value: Option<&str>,
+    ) -> Target {
         Target {
             id,
             text: text.into(),
@@ -751,21 +770,62 @@ mod tests {
     #[test]
     fn the_tree_verifies_typed_text_exactly_and_catches_what_was_lost() {
         use voxdesk_core::semantic::{Role, State};
-        let field = |v: &str| ax_target(1, "Name", Role::ENTRY, &[State::EDITABLE, State::ENABLED], Some(v));
+        let field = |v: &str| {
+            ax_target(
+                1,
+                "Name",
+                Role::ENTRY,
+                &[State::EDITABLE, State::ENABLED],
+                Some(v),
+            )
+        };
         let before = [field("")];
-        let expect = Expect { appears: vec!["Zoë".into()], ..Expect::default() };
+        let expect = Expect {
+            appears: vec!["Zoë".into()],
+            ..Expect::default()
+        };
         // OCR read "Zoe" (a slip): the pixels miss it, the field's value has it exactly.
         let pixels = Verdict::Unconfirmed("\"Zoë\" did not appear".into());
         let v = semantic(&expect, &["Zoë".into()], &before, &[field("Zoë")], &pixels).unwrap();
-        assert!(matches!(&v, Verdict::Verified(w) if w.contains("exactly")), "{v:?}");
+        assert!(
+            matches!(&v, Verdict::Verified(w) if w.contains("exactly")),
+            "{v:?}"
+        );
         // A character lost on the way: the field holds something else.
-        let v = semantic(&expect, &["Zoë".into()], &before, &[field("Zo")], &Verdict::Verified("x".into())).unwrap();
-        assert!(matches!(&v, Verdict::Unconfirmed(w) if w.contains("not \"Zoë\"")), "{v:?}");
+        let v = semantic(
+            &expect,
+            &["Zoë".into()],
+            &before,
+            &[field("Zo")],
+            &Verdict::Verified("x".into()),
+        )
+        .unwrap();
+        assert!(
+            matches!(&v, Verdict::Unconfirmed(w) if w.contains("not \"Zoë\"")),
+            "{v:?}"
+        );
         // Nothing the tree can say (no field changed): the pixels' verdict stands.
         assert_eq!(semantic(&expect, &[], &before, &before, &pixels), None);
         // Text already in a field before does not count again ("milkeggs" then "bread").
-        let list = |v: &str| ax_target(2, "List", Role::TEXT, &[State::EDITABLE, State::ENABLED], Some(v));
-        let v = semantic(&Expect { appears: vec!["bread".into()], ..Expect::default() }, &[], &[list("bread")], &[list("bread milk")], &pixels);
+        let list = |v: &str| {
+            ax_target(
+                2,
+                "List",
+                Role::TEXT,
+                &[State::EDITABLE, State::ENABLED],
+                Some(v),
+            )
+        };
+        let v = semantic(
+            &Expect {
+                appears: vec!["bread".into()],
+                ..Expect::default()
+            },
+            &[],
+            &[list("bread")],
+            &[list("bread milk")],
+            &pixels,
+        );
         assert!(!matches!(v, Some(Verdict::Verified(_))), "{v:?}");
     }
 
@@ -773,9 +833,24 @@ mod tests {
     fn a_box_that_became_checked_is_said() {
         use voxdesk_core::semantic::{Role, State};
         let b = |s: &[State]| ax_target(3, "I accept the terms", Role::CHECK_BOX, s, None);
-        let ch = state_changes(&[b(&[State::ENABLED])], &[b(&[State::ENABLED, State::CHECKED, State::FOCUSED])]);
-        assert_eq!(ch, ["check box 3 (\"I accept the terms\") became checked", "check box 3 (\"I accept the terms\") became focused"]);
-        let back = state_changes(&[b(&[State::ENABLED, State::CHECKED])], &[b(&[State::ENABLED])]);
-        assert_eq!(back, ["check box 3 (\"I accept the terms\") became unchecked"]);
+        let ch = state_changes(
+            &[b(&[State::ENABLED])],
+            &[b(&[State::ENABLED, State::CHECKED, State::FOCUSED])],
+        );
+        assert_eq!(
+            ch,
+            [
+                "check box 3 (\"I accept the terms\") became checked",
+                "check box 3 (\"I accept the terms\") became focused"
+            ]
+        );
+        let back = state_changes(
+            &[b(&[State::ENABLED, State::CHECKED])],
+            &[b(&[State::ENABLED])],
+        );
+        assert_eq!(
+            back,
+            ["check box 3 (\"I accept the terms\") became unchecked"]
+        );
     }
 }

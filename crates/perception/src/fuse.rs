@@ -69,7 +69,8 @@ fn control(n: &Node, frame: &Rect) -> bool {
 }
 
 fn beside(label: &Rect, node: &Rect) -> bool {
-    let same_row = (label.centre().y - node.centre().y).abs() <= (label.h.max(node.h) as f64) / 2.0 + 2.0;
+    let same_row =
+        (label.centre().y - node.centre().y).abs() <= (label.h.max(node.h) as f64) / 2.0 + 2.0;
     let gap = if label.x >= node.right() {
         label.x - node.right()
     } else {
@@ -86,7 +87,11 @@ fn above(label: &Rect, node: &Rect) -> bool {
 
 /// Fuse `labels` (OCR) with `nodes` (the tree, in the same capture pixels) within `frame`.
 pub fn fuse(labels: &[Label], nodes: &[Node], frame: Rect) -> Vec<Item> {
-    let mut controls: Vec<Node> = nodes.iter().filter(|n| control(n, &frame)).cloned().collect();
+    let mut controls: Vec<Node> = nodes
+        .iter()
+        .filter(|n| control(n, &frame))
+        .cloned()
+        .collect();
     // The smallest box that holds a label is the control it belongs to.
     controls.sort_by_key(|n| n.rect.area());
     // An unnamed single-line field is named by the nearest label beside it, not one drawn in
@@ -97,7 +102,10 @@ pub fn fuse(labels: &[Label], nodes: &[Node], frame: Rect) -> Vec<Item> {
         .filter(|l| !controls.iter().any(|n| n.rect.contains(l.rect.centre())))
         .cloned()
         .collect();
-    for n in controls.iter_mut().filter(|n| n.name.is_empty() && n.is_field()) {
+    for n in controls
+        .iter_mut()
+        .filter(|n| n.name.is_empty() && n.is_field())
+    {
         if single_line(n, 16) {
             n.name = nearest_label(&free, &n.rect).unwrap_or_default();
         }
@@ -109,7 +117,12 @@ pub fn fuse(labels: &[Label], nodes: &[Node], frame: Rect) -> Vec<Item> {
     // its labels are targets of their own, not its name.
     let holds: Vec<usize> = controls
         .iter()
-        .map(|n| labels.iter().filter(|l| n.rect.contains(l.rect.centre())).count())
+        .map(|n| {
+            labels
+                .iter()
+                .filter(|l| n.rect.contains(l.rect.centre()))
+                .count()
+        })
         .collect();
     for (li, l) in labels.iter().enumerate() {
         let c = l.rect.centre();
@@ -244,19 +257,40 @@ mod tests {
     #[test]
     fn a_check_box_and_its_glued_label_are_one_target_with_its_state() {
         let labels = [l("() I accept the terms", 20, 100, 180)];
-        let nodes = [n(":1.2/7", Role::CHECK_BOX, "I accept the terms", Rect::new(18, 98, 190, 20), &[State::ENABLED])];
+        let nodes = [n(
+            ":1.2/7",
+            Role::CHECK_BOX,
+            "I accept the terms",
+            Rect::new(18, 98, 190, 20),
+            &[State::ENABLED],
+        )];
         let f = fuse(&labels, &nodes, FRAME);
-        assert_eq!(text_of(&f), [("I accept the terms".into(), Some("check box"), true)]);
+        assert_eq!(
+            text_of(&f),
+            [("I accept the terms".into(), Some("check box"), true)]
+        );
     }
 
     #[test]
     fn a_label_read_with_a_slip_is_still_the_controls_drawn_name() {
-        let labels = [l("Ol accept the terms", 26, 345, 150), l("Save", 400, 345, 40)];
-        let nodes = [n(":1.2/c", Role::CHECK_BOX, "I accept the terms", Rect::new(26, 346, 13, 14), &[])];
+        let labels = [
+            l("Ol accept the terms", 26, 345, 150),
+            l("Save", 400, 345, 40),
+        ];
+        let nodes = [n(
+            ":1.2/c",
+            Role::CHECK_BOX,
+            "I accept the terms",
+            Rect::new(26, 346, 13, 14),
+            &[],
+        )];
         let f = fuse(&labels, &nodes, FRAME);
         assert_eq!(
             text_of(&f),
-            [("I accept the terms".into(), Some("check box"), true), ("Save".into(), None, false)]
+            [
+                ("I accept the terms".into(), Some("check box"), true),
+                ("Save".into(), None, false)
+            ]
         );
     }
 
@@ -264,13 +298,28 @@ mod tests {
     fn a_radio_read_into_its_label_and_a_label_running_into_its_field_are_folded() {
         let labels = [l("@Small", 26, 383, 57), l("Name", 23, 232, 51)];
         let nodes = [
-            n(":1.2/r", Role::RADIO_BUTTON, "Small", Rect::new(27, 382, 13, 14), &[State::CHECKED]),
-            n(":1.2/n", Role::ENTRY, "Name", Rect::new(69, 232, 186, 22), &[State::EDITABLE]),
+            n(
+                ":1.2/r",
+                Role::RADIO_BUTTON,
+                "Small",
+                Rect::new(27, 382, 13, 14),
+                &[State::CHECKED],
+            ),
+            n(
+                ":1.2/n",
+                Role::ENTRY,
+                "Name",
+                Rect::new(69, 232, 186, 22),
+                &[State::EDITABLE],
+            ),
         ];
         let f = fuse(&labels, &nodes, FRAME);
         assert_eq!(
             text_of(&f),
-            [("Small".into(), Some("radio button"), true), ("Name".into(), Some("entry"), true)]
+            [
+                ("Small".into(), Some("radio button"), true),
+                ("Name".into(), Some("entry"), true)
+            ]
         );
     }
 
@@ -278,9 +327,21 @@ mod tests {
     fn an_empty_field_is_a_target_named_by_the_label_beside_it() {
         let labels = [l("Name", 20, 100, 40), l("Email", 20, 140, 44)];
         let nodes = [
-            n(":1.2/a", Role::ENTRY, "Name", Rect::new(70, 98, 180, 22), &[State::EDITABLE]),
+            n(
+                ":1.2/a",
+                Role::ENTRY,
+                "Name",
+                Rect::new(70, 98, 180, 22),
+                &[State::EDITABLE],
+            ),
             // Unnamed: the nearest label on its left names it, and is folded into it.
-            n(":1.2/b", Role::ENTRY, "", Rect::new(70, 138, 180, 22), &[State::EDITABLE]),
+            n(
+                ":1.2/b",
+                Role::ENTRY,
+                "",
+                Rect::new(70, 138, 180, 22),
+                &[State::EDITABLE],
+            ),
         ];
         let f = fuse(&labels, &nodes, FRAME);
         assert_eq!(
@@ -295,23 +356,68 @@ mod tests {
     #[test]
     fn rows_glued_by_ocr_are_separate_cells_and_text_typed_in_a_field_is_its_value() {
         let labels = [l("alpha.txtbeta.txt", 10, 200, 150), l("milk", 300, 50, 40)];
-        let mut field = n(":1.2/f", Role::TEXT, "", Rect::new(290, 45, 300, 26), &[State::EDITABLE]);
+        let mut field = n(
+            ":1.2/f",
+            Role::TEXT,
+            "",
+            Rect::new(290, 45, 300, 26),
+            &[State::EDITABLE],
+        );
         field.value = Some("milk".into());
         let nodes = [
-            n(":1.2/r1", Role::TABLE_CELL, "alpha.txt", Rect::new(8, 198, 70, 20), &[]),
-            n(":1.2/r2", Role::TABLE_CELL, "beta.txt", Rect::new(80, 198, 70, 20), &[]),
+            n(
+                ":1.2/r1",
+                Role::TABLE_CELL,
+                "alpha.txt",
+                Rect::new(8, 198, 70, 20),
+                &[],
+            ),
+            n(
+                ":1.2/r2",
+                Role::TABLE_CELL,
+                "beta.txt",
+                Rect::new(80, 198, 70, 20),
+                &[],
+            ),
             field,
             // Unnamed with nothing in it: nothing to name it by.
-            n(":1.2/r3", Role::TABLE_CELL, "", Rect::new(8, 230, 20, 20), &[]),
+            n(
+                ":1.2/r3",
+                Role::TABLE_CELL,
+                "",
+                Rect::new(8, 230, 20, 20),
+                &[],
+            ),
             // Off the frame, and a sliver.
-            n(":1.2/x", Role::PUSH_BUTTON, "Far", Rect::new(5000, 5000, 20, 20), &[]),
-            n(":1.2/y", Role::PUSH_BUTTON, "Thin", Rect::new(10, 10, 2, 20), &[]),
+            n(
+                ":1.2/x",
+                Role::PUSH_BUTTON,
+                "Far",
+                Rect::new(5000, 5000, 20, 20),
+                &[],
+            ),
+            n(
+                ":1.2/y",
+                Role::PUSH_BUTTON,
+                "Thin",
+                Rect::new(10, 10, 2, 20),
+                &[],
+            ),
         ];
         let f = fuse(&labels, &nodes, FRAME);
         let got = text_of(&f);
-        assert!(got.contains(&("alpha.txt".into(), Some("table cell"), false)), "{got:?}");
-        assert!(got.contains(&("beta.txt".into(), Some("table cell"), true)), "{got:?}");
-        assert!(!got.iter().any(|(t, _, _)| t == "Far" || t == "Thin"), "{got:?}");
+        assert!(
+            got.contains(&("alpha.txt".into(), Some("table cell"), false)),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&("beta.txt".into(), Some("table cell"), true)),
+            "{got:?}"
+        );
+        assert!(
+            !got.iter().any(|(t, _, _)| t == "Far" || t == "Thin"),
+            "{got:?}"
+        );
         let field = f.iter().find(|i| i.label.text.is_empty()).unwrap();
         assert_eq!(field.ax.as_ref().unwrap().value.as_deref(), Some("milk"));
         assert!(field.ax.as_ref().unwrap().drawn);
@@ -322,7 +428,10 @@ mod tests {
 
     #[test]
     fn an_unnamed_icon_takes_the_text_read_in_it_and_other_labels_stay() {
-        let labels = [l("report.pdf", 100, 160, 80), l("Free space: 41 GiB", 600, 1000, 200)];
+        let labels = [
+            l("report.pdf", 100, 160, 80),
+            l("Free space: 41 GiB", 600, 1000, 200),
+        ];
         let nodes = [n(":1.2/i", Role::ICON, "", Rect::new(96, 100, 88, 80), &[])];
         let f = fuse(&labels, &nodes, FRAME);
         assert_eq!(
@@ -338,20 +447,66 @@ mod tests {
     fn a_glyph_in_a_button_does_not_name_a_field_nor_does_text_beside_an_editor() {
         let labels = [l("vv", 742, 345, 20), l("No symbols found", 500, 400, 120)];
         let nodes = [
-            n(":1.2/t", Role::TOGGLE_BUTTON, "", Rect::new(740, 336, 25, 34), &[]),
-            n(":1.2/loc", Role::TEXT, "", Rect::new(767, 336, 377, 34), &[State::EDITABLE, State::SINGLE_LINE]),
-            n(":1.2/ed", Role::TEXT, "", Rect::new(668, 368, 741, 329), &[State::EDITABLE, State::MULTI_LINE]),
+            n(
+                ":1.2/t",
+                Role::TOGGLE_BUTTON,
+                "",
+                Rect::new(740, 336, 25, 34),
+                &[],
+            ),
+            n(
+                ":1.2/loc",
+                Role::TEXT,
+                "",
+                Rect::new(767, 336, 377, 34),
+                &[State::EDITABLE, State::SINGLE_LINE],
+            ),
+            n(
+                ":1.2/ed",
+                Role::TEXT,
+                "",
+                Rect::new(668, 368, 741, 329),
+                &[State::EDITABLE, State::MULTI_LINE],
+            ),
             // A list's check column: unnamed, checked, nothing read in it: still a target.
-            n(":1.2/c", Role::TABLE_CELL, "", Rect::new(826, 524, 41, 21), &[State::CHECKED, State::ENABLED]),
+            n(
+                ":1.2/c",
+                Role::TABLE_CELL,
+                "",
+                Rect::new(826, 524, 41, 21),
+                &[State::CHECKED, State::ENABLED],
+            ),
         ];
         let f = fuse(&labels, &nodes, FRAME);
-        let field = |key: &str| f.iter().find(|i| i.ax.as_ref().is_some_and(|a| a.key == key)).unwrap();
+        let field = |key: &str| {
+            f.iter()
+                .find(|i| i.ax.as_ref().is_some_and(|a| a.key == key))
+                .unwrap()
+        };
         assert_eq!(field(":1.2/loc").label.text, "");
         assert_eq!(field(":1.2/ed").label.text, "");
-        assert_eq!(field(":1.2/c").ax.as_ref().unwrap().states.words(Role::TABLE_CELL), ["checked"]);
+        assert_eq!(
+            field(":1.2/c")
+                .ax
+                .as_ref()
+                .unwrap()
+                .states
+                .words(Role::TABLE_CELL),
+            ["checked"]
+        );
         // A calendar holds its days: they stay targets, and do not become its name.
-        let days = [l("1", 900, 600, 10), l("2", 930, 600, 10), l("3", 960, 600, 10)];
-        let cal = [n(":1.2/cal", Role::CALENDAR, "", Rect::new(890, 500, 200, 150), &[State::ENABLED])];
+        let days = [
+            l("1", 900, 600, 10),
+            l("2", 930, 600, 10),
+            l("3", 960, 600, 10),
+        ];
+        let cal = [n(
+            ":1.2/cal",
+            Role::CALENDAR,
+            "",
+            Rect::new(890, 500, 200, 150),
+            &[State::ENABLED],
+        )];
         let f = fuse(&days, &cal, FRAME);
         assert_eq!(f.len(), 4);
         assert_eq!(f.iter().find(|i| i.ax.is_some()).unwrap().label.text, "");
@@ -376,7 +531,10 @@ mod tests {
     fn without_a_tree_every_label_is_a_target_as_read() {
         let labels = [l("7", 10, 10, 10), l("+", 30, 10, 10)];
         let f = fuse(&labels, &[], FRAME);
-        assert_eq!(f.iter().map(|i| &i.label).cloned().collect::<Vec<_>>(), labels);
+        assert_eq!(
+            f.iter().map(|i| &i.label).cloned().collect::<Vec<_>>(),
+            labels
+        );
         assert!(f.iter().all(|i| i.ax.is_none()));
     }
 }

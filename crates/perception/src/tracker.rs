@@ -55,7 +55,13 @@ impl Tracker {
 
     /// Give `labels` ids, matching them against `prev` (the last observation's targets).
     pub fn assign(&mut self, prev: &[Target], labels: Vec<Label>) -> Vec<Target> {
-        self.assign_items(prev, labels.into_iter().map(|label| Item { label, ax: None }).collect())
+        self.assign_items(
+            prev,
+            labels
+                .into_iter()
+                .map(|label| Item { label, ax: None })
+                .collect(),
+        )
     }
 
     /// Give fused `items` ids: first by accessible object (the same key keeps its id), then
@@ -66,7 +72,9 @@ impl Tracker {
         let mut label_id: Vec<Option<u32>> = vec![None; items.len()];
         let mut prev_used = vec![false; prev.len()];
         for (i, it) in items.iter().enumerate() {
-            let Some(key) = it.ax.as_ref().map(|a| &a.key) else { continue };
+            let Some(key) = it.ax.as_ref().map(|a| &a.key) else {
+                continue;
+            };
             if let Some(j) = (0..prev.len())
                 .find(|&j| !prev_used[j] && prev[j].ax.as_ref().is_some_and(|a| &a.key == key))
             {
@@ -208,7 +216,14 @@ mod tests {
         let mut tr = Tracker::new();
         let first = tr.assign_items(
             &[],
-            vec![ax(":1.2/save", "Save", 100, 400), ax(":1.2/cancel", "Cancel", 200, 400), Item { label: l("Untitled", 10, 10), ax: None }],
+            vec![
+                ax(":1.2/save", "Save", 100, 400),
+                ax(":1.2/cancel", "Cancel", 200, 400),
+                Item {
+                    label: l("Untitled", 10, 10),
+                    ax: None,
+                },
+            ],
         );
         let id = |ts: &[Target], text: &str| ts.iter().find(|t| t.text == text).unwrap().id;
         // The dialog grew a line: the buttons moved down; one was renamed; a new button sits
@@ -219,7 +234,10 @@ mod tests {
                 ax(":1.2/save", "Save As", 100, 440),
                 ax(":1.2/cancel", "Cancel", 200, 440),
                 ax(":1.2/delete", "Save", 100, 400),
-                Item { label: l("Untitled", 10, 10), ax: None },
+                Item {
+                    label: l("Untitled", 10, 10),
+                    ax: None,
+                },
             ],
         );
         assert_eq!(id(&second, "Save As"), id(&first, "Save"));

@@ -268,7 +268,10 @@ mod tests {
         for i in 0..40 {
             s.out.send(format!("{{\"n\":{i}}}")).await.unwrap();
         }
-        s.out.send("{\"type\":\"response.cancel\"}".into()).await.unwrap();
+        s.out
+            .send("{\"type\":\"response.cancel\"}".into())
+            .await
+            .unwrap();
         s.close(std::time::Duration::from_secs(5)).await;
         let got = server.await.unwrap();
         assert_eq!(got.len(), 42, "{got:?}");

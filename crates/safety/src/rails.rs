@@ -7,8 +7,9 @@
 use std::fmt;
 
 use super::phrases::{
-    accepts, backs_out, destructive_combo, destructive_dialog, destructive_question, destructive_text,
-    near_question, password_field, password_label, phrase, DESTRUCTIVE_DIALOG, PURCHASE,
+    accepts, backs_out, destructive_combo, destructive_dialog, destructive_question,
+    destructive_text, near_question, password_field, password_label, phrase, DESTRUCTIVE_DIALOG,
+    PURCHASE,
 };
 use super::terminal::{destructive_line, Fed, Line};
 use voxdesk_core::action::{Action, Batch, Combo, Direction, Pos};
@@ -429,8 +430,7 @@ pub fn check(
 fn tree_focus(targets: &[Target]) -> Option<Focus> {
     let f = targets.iter().find(|t| {
         t.ax.as_ref().is_some_and(|a| {
-            a.states.has(State::FOCUSED)
-                && (a.role.is_field() || a.states.has(State::EDITABLE))
+            a.states.has(State::FOCUSED) && (a.role.is_field() || a.states.has(State::EDITABLE))
         })
     })?;
     Some(Focus::at(f.clone(), targets))
@@ -443,19 +443,26 @@ fn is_password(t: &Target) -> bool {
 /// Does button `b` answer dialog `d` yes: inside it, and an accepting word, or (the tree
 /// says it is a button) any button that does not back out ("Go ahead" beside "Keep them").
 fn answers(d: &Dialog, b: &Target) -> bool {
-    let button = b.ax.as_ref().is_some_and(|a| {
-        matches!(a.role, Role::PUSH_BUTTON | Role::TOGGLE_BUTTON | Role::LINK)
-    });
+    let button = b
+        .ax
+        .as_ref()
+        .is_some_and(|a| matches!(a.role, Role::PUSH_BUTTON | Role::TOGGLE_BUTTON | Role::LINK));
     d.rect.contains(b.rect.centre())
         && (accepts(&b.text) || (button && !b.text.trim().is_empty() && !backs_out(&b.text)))
 }
 
 /// A dialog the tree shows whose whole text asks a destructive question, and a button in it
 /// that accepts it.
-fn tree_dialog<'a>(dialogs: &'a [Dialog], targets: &'a [Target]) -> Option<(&'a Dialog, &'a Target)> {
+fn tree_dialog<'a>(
+    dialogs: &'a [Dialog],
+    targets: &'a [Target],
+) -> Option<(&'a Dialog, &'a Target)> {
     dialogs
         .iter()
-        .filter(|d| destructive_question(&d.text.replace('\n', " ")) || d.text.lines().any(destructive_question))
+        .filter(|d| {
+            destructive_question(&d.text.replace('\n', " "))
+                || d.text.lines().any(destructive_question)
+        })
         .find_map(|d| targets.iter().find(|b| answers(d, b)).map(|b| (d, b)))
 }
 
@@ -618,8 +625,8 @@ impl<'a> Ctx<'a> {
                     ),
                 ));
             }
-            if let Some((d, _)) = tree_dialog(self.screen.dialogs, self.screen.targets)
-                .filter(|(d, _)| answers(d, t))
+            if let Some((d, _)) =
+                tree_dialog(self.screen.dialogs, self.screen.targets).filter(|(d, _)| answers(d, t))
             {
                 return Err(refuse(
                     "destructive-dialog",
@@ -651,7 +658,9 @@ impl<'a> Ctx<'a> {
         // A point clicked is a field there, unnamed: the labels beside and above it say what
         // it is.
         // A control the tree puts under the point is that control, whatever its label says.
-        let under = hit.filter(|h| h.ax.is_some() && h.rect.contains(cp)).cloned();
+        let under = hit
+            .filter(|h| h.ax.is_some() && h.rect.contains(cp))
+            .cloned();
         let field = t.cloned().or(under).unwrap_or_else(|| Target {
             id: u32::MAX,
             text: String::new(),
@@ -1887,28 +1896,63 @@ mod tests {
         // Labelled nothing a rule could read ("Secret"), but its role says what it is.
         let form: &[(u32, &str, Role, &[State], Rect)] = &[
             (1, "Secret", Role::PASSWORD_TEXT, &[State::EDITABLE], r(100)),
-            (2, "Name", Role::ENTRY, &[State::EDITABLE, State::FOCUSED], r(500)),
+            (
+                2,
+                "Name",
+                Role::ENTRY,
+                &[State::EDITABLE, State::FOCUSED],
+                r(500),
+            ),
         ];
-        let clicked = semantic(r#"{"actions":[{"action":"click","target":1},{"action":"type","text":"hunter2"}]}"#, form, &[]);
+        let clicked = semantic(
+            r#"{"actions":[{"action":"click","target":1},{"action":"type","text":"hunter2"}]}"#,
+            form,
+            &[],
+        );
         assert_eq!(clicked.unwrap_err().rule, "password-field");
         // Clicked by a point inside it, not by its id: the tree still says what is there.
-        let pointed = semantic(r#"{"actions":[{"action":"click","x":190,"y":111},{"action":"type","text":"hunter2"}]}"#, form, &[]);
+        let pointed = semantic(
+            r#"{"actions":[{"action":"click","x":190,"y":111},{"action":"type","text":"hunter2"}]}"#,
+            form,
+            &[],
+        );
         assert_eq!(pointed.unwrap_err().rule, "password-field");
         // No click: the tree says the keyboard is in Name, a plain field: typing is fine.
         assert!(semantic(r#"{"actions":[{"action":"type","text":"Ada"}]}"#, form, &[]).is_ok());
         // The keyboard is in the password field (focused): refused without any click.
         let focused: &[(u32, &str, Role, &[State], Rect)] = &[
-            (1, "Secret", Role::PASSWORD_TEXT, &[State::EDITABLE, State::FOCUSED], r(100)),
+            (
+                1,
+                "Secret",
+                Role::PASSWORD_TEXT,
+                &[State::EDITABLE, State::FOCUSED],
+                r(100),
+            ),
             (2, "Name", Role::ENTRY, &[State::EDITABLE], r(500)),
         ];
-        let e = semantic(r#"{"actions":[{"action":"type","text":"x"}]}"#, focused, &[]).unwrap_err();
+        let e = semantic(
+            r#"{"actions":[{"action":"type","text":"x"}]}"#,
+            focused,
+            &[],
+        )
+        .unwrap_err();
         assert_eq!(e.rule, "password-field");
         assert!(e.message.contains("password text"), "{}", e.message);
         // A key typing a character is typing too.
-        let e = semantic(r#"{"actions":[{"action":"key","combo":"a"}]}"#, focused, &[]).unwrap_err();
+        let e = semantic(
+            r#"{"actions":[{"action":"key","combo":"a"}]}"#,
+            focused,
+            &[],
+        )
+        .unwrap_err();
         assert_eq!(e.rule, "password-field");
         // After Tab nobody knows where the keyboard is, and a password field is on screen.
-        let e = semantic(r#"{"actions":[{"action":"key","combo":"tab"},{"action":"type","text":"x"}]}"#, form, &[]).unwrap_err();
+        let e = semantic(
+            r#"{"actions":[{"action":"key","combo":"tab"},{"action":"type","text":"x"}]}"#,
+            form,
+            &[],
+        )
+        .unwrap_err();
         assert_eq!(e.rule, "password-field");
     }
 
@@ -1917,21 +1961,61 @@ mod tests {
         // The question is on two labels, neither destructive alone to a line-by-line reader.
         let d = Dialog {
             title: "Confirm".into(),
-            text: "Confirm\nThe folder \"reports\" and its 12 files\nwill be deleted. Continue?".into(),
+            text: "Confirm\nThe folder \"reports\" and its 12 files\nwill be deleted. Continue?"
+                .into(),
             rect: Rect::new(500, 300, 400, 200),
         };
         let buttons: &[(u32, &str, Role, &[State], Rect)] = &[
-            (1, "Cancel", Role::PUSH_BUTTON, &[], Rect::new(600, 450, 80, 28)),
-            (2, "Continue", Role::PUSH_BUTTON, &[State::FOCUSED], Rect::new(700, 450, 80, 28)),
-            (3, "Continue", Role::PUSH_BUTTON, &[], Rect::new(1200, 450, 80, 28)),
+            (
+                1,
+                "Cancel",
+                Role::PUSH_BUTTON,
+                &[],
+                Rect::new(600, 450, 80, 28),
+            ),
+            (
+                2,
+                "Continue",
+                Role::PUSH_BUTTON,
+                &[State::FOCUSED],
+                Rect::new(700, 450, 80, 28),
+            ),
+            (
+                3,
+                "Continue",
+                Role::PUSH_BUTTON,
+                &[],
+                Rect::new(1200, 450, 80, 28),
+            ),
         ];
-        let click = |id| semantic(&format!(r#"{{"actions":[{{"action":"click","target":{id}}}]}}"#), buttons, std::slice::from_ref(&d));
+        let click = |id| {
+            semantic(
+                &format!(r#"{{"actions":[{{"action":"click","target":{id}}}]}}"#),
+                buttons,
+                std::slice::from_ref(&d),
+            )
+        };
         assert_eq!(click(2).unwrap_err().rule, "destructive-dialog");
         assert!(click(1).is_ok(), "backing out is fine");
-        assert!(click(3).is_ok(), "a button outside the dialog is not its answer");
-        let ret = semantic(r#"{"actions":[{"action":"key","combo":"Return"}]}"#, buttons, std::slice::from_ref(&d));
+        assert!(
+            click(3).is_ok(),
+            "a button outside the dialog is not its answer"
+        );
+        let ret = semantic(
+            r#"{"actions":[{"action":"key","combo":"Return"}]}"#,
+            buttons,
+            std::slice::from_ref(&d),
+        );
         assert_eq!(ret.unwrap_err().rule, "destructive-dialog");
-        let calm = Dialog { text: "About\nVersion 1.2".into(), ..d.clone() };
-        assert!(semantic(r#"{"actions":[{"action":"click","target":2}]}"#, buttons, &[calm]).is_ok());
+        let calm = Dialog {
+            text: "About\nVersion 1.2".into(),
+            ..d.clone()
+        };
+        assert!(semantic(
+            r#"{"actions":[{"action":"click","target":2}]}"#,
+            buttons,
+            &[calm]
+        )
+        .is_ok());
     }
 }

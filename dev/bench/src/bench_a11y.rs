@@ -39,14 +39,12 @@ fn xdotool(args: &[&str]) -> bool {
 
 /// Start `argv` and focus its window (found by `class`).
 fn start(argv: &[String], class: &str) -> Result<App> {
-    let app = App(
-        Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting {}", argv[0]))?,
-    );
+    let app = App(Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {}", argv[0]))?);
     let t = Instant::now();
     while !xdotool(&["search", "--class", class, "windowactivate", "--sync"]) {
         anyhow::ensure!(t.elapsed() < Duration::from_secs(20), "no {class} window");
@@ -61,7 +59,9 @@ fn focused() -> Option<Window> {
     Some(Window {
         pid: w.pid,
         title: w.title,
-        rect: w.rect.map(|(x, y, ww, hh)| voxdesk_core::geometry::Rect::new(x, y, ww as i32, hh as i32)),
+        rect: w
+            .rect
+            .map(|(x, y, ww, hh)| voxdesk_core::geometry::Rect::new(x, y, ww as i32, hh as i32)),
     })
 }
 
@@ -92,7 +92,12 @@ pub fn a11y(runs: usize) -> Result<String> {
     // Each with the keys that put the keyboard in a text field (the small change types there).
     let apps: Vec<(&str, &str, &[&str], Vec<String>)> = vec![
         ("mousepad (GTK 3)", "Mousepad", &[], env(&["mousepad"])),
-        ("pcmanfm (GTK 2)", "Pcmanfm", &["ctrl+l", "End"], env(&["pcmanfm", files.to_str().unwrap_or("/tmp")])),
+        (
+            "pcmanfm (GTK 2)",
+            "Pcmanfm",
+            &["ctrl+l", "End"],
+            env(&["pcmanfm", files.to_str().unwrap_or("/tmp")]),
+        ),
         ("featherpad (Qt 5)", "FeatherPad", &[], env(&["featherpad"])),
         (
             "chromium form",
@@ -162,13 +167,26 @@ pub fn a11y(runs: usize) -> Result<String> {
             .targets
             .iter()
             .filter(|t| t.ax.is_none())
-            .map(|t| voxdesk_perception::label::Label { text: t.text.clone(), rect: t.rect, conf: t.conf })
+            .map(|t| voxdesk_perception::label::Label {
+                text: t.text.clone(),
+                rect: t.rect,
+                conf: t.conf,
+            })
             .collect();
         let mut fuse_ms = Vec::new();
         if let Some(tree) = &p.tree {
             for _ in 0..runs {
                 let t = Instant::now();
-                let _ = fuse::fuse(&labels, &tree.nodes, voxdesk_core::geometry::Rect::new(0, 0, frame.size().0 as i32, frame.size().1 as i32));
+                let _ = fuse::fuse(
+                    &labels,
+                    &tree.nodes,
+                    voxdesk_core::geometry::Rect::new(
+                        0,
+                        0,
+                        frame.size().0 as i32,
+                        frame.size().1 as i32,
+                    ),
+                );
                 fuse_ms.push(t.elapsed().as_secs_f64() * 1000.0);
             }
         }
@@ -176,7 +194,11 @@ pub fn a11y(runs: usize) -> Result<String> {
             "  {name:<20} {nodes:>6} {:>10.1} {:>12.1} {:>8.2} {:>10}/{}/{}\n",
             median(&mut cold.clone()),
             median(&mut changed.clone()),
-            if fuse_ms.is_empty() { 0.0 } else { median(&mut fuse_ms) },
+            if fuse_ms.is_empty() {
+                0.0
+            } else {
+                median(&mut fuse_ms)
+            },
             count("ocr"),
             count("ax"),
             count("ax+ocr"),
