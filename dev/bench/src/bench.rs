@@ -17,6 +17,17 @@ pub struct BenchOptions {
     pub misses: bool,
 }
 
+/// The product binary the benchmarks drive: the `voxdesk` beside this program (both built into
+/// the same target dir), else the one on PATH. (Not this program itself: since the benchmarks
+/// left the product binary, `current_exe` is `voxdesk-bench`.)
+pub fn voxdesk_exe() -> std::path::PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|me| me.parent().map(|d| d.join("voxdesk")))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| std::path::PathBuf::from("voxdesk"))
+}
+
 pub fn median(v: &mut [f64]) -> f64 {
     if v.is_empty() {
         return f64::NAN;

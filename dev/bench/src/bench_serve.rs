@@ -39,7 +39,7 @@ fn start_daemon() -> Result<Daemon> {
     for d in &dirs {
         voxdesk_core::private::dir(d)?;
     }
-    let mut child = Command::new(std::env::current_exe()?)
+    let mut child = Command::new(super::bench::voxdesk_exe())
         .env("XDG_CONFIG_HOME", &dirs[0])
         .env("XDG_DATA_HOME", &dirs[1])
         .env("XDG_RUNTIME_DIR", &dirs[2])

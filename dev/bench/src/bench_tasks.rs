@@ -26,13 +26,17 @@ pub fn tasks(runs: usize, only: Option<&str>) -> Result<String> {
         std::env::var_os("DISPLAY").is_some(),
         "no DISPLAY: run it on a virtual desktop (cargo xtask rig -- voxdesk bench tasks)"
     );
-    let exe = std::env::current_exe().context("finding the voxdesk binary")?;
+    let exe = super::bench::voxdesk_exe();
     let names: Vec<&str> = match only {
+        Some("wide") => task_suite::WIDE.to_vec(),
+        Some("aside") => task_suite::ASIDE.to_vec(),
+        Some("all") => [task_suite::NAMES, task_suite::WIDE, task_suite::ASIDE].concat(),
         Some(n) => {
+            let known = [task_suite::NAMES, task_suite::WIDE, task_suite::ASIDE].concat();
             anyhow::ensure!(
-                task_suite::NAMES.contains(&n),
-                "no task {n:?} (tasks: {})",
-                task_suite::NAMES.join(", ")
+                known.contains(&n),
+                "no task {n:?} (tasks: {}; groups: wide, aside, all)",
+                known.join(", ")
             );
             vec![n]
         }
@@ -335,11 +339,59 @@ fn judge(t: &Task) -> Judged {
                 agrees: false,
             }
         }
-        other => Judged {
-            success: false,
-            duplicated: None,
-            seen: format!("no judge for {other}"),
-            agrees: false,
+        other => match &t.effect {
+            Some(e) => effect(t, e),
+            None => Judged {
+                success: false,
+                duplicated: None,
+                seen: format!("no judge for {other}"),
+                agrees: false,
+            },
         },
+    }
+}
+
+/// A wide task's effect, seen from outside.
+fn effect(t: &Task, e: &task_suite::Effect) -> Judged {
+    use task_suite::Effect;
+    // Whatever the app still has to write (a page's title, a file) has a moment to land.
+    std::thread::sleep(Duration::from_millis(300));
+    match e {
+        Effect::Titles(want) => {
+            let got = titles(t.class);
+            Judged {
+                success: &got == want,
+                duplicated: None,
+                seen: format!("window titles {got:?}"),
+                agrees: false,
+            }
+        }
+        Effect::File(path, want) => {
+            let got = std::fs::read_to_string(path).ok();
+            let text = got.as_deref().map(|s| s.trim_end_matches('\n'));
+            Judged {
+                success: text == Some(want.as_str()),
+                duplicated: Some(
+                    got.as_deref()
+                        .is_some_and(|g| g.matches(want.as_str()).count() > 1),
+                ),
+                seen: format!("{} holds {got:?}", path.display()),
+                agrees: false,
+            }
+        }
+        Effect::Printed(path, want) => {
+            let got = std::fs::read_to_string(path).unwrap_or_default();
+            let running = !windows(t.class).is_empty();
+            let success = match want {
+                Some(w) => got.trim_end_matches('\n') == w && !running,
+                None => got.is_empty() && running,
+            };
+            Judged {
+                success,
+                duplicated: want.as_ref().map(|w| got.matches(w.as_str()).count() > 1),
+                seen: format!("printed {got:?}, its window still up: {running}"),
+                agrees: false,
+            }
+        }
     }
 }

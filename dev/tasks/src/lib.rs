@@ -24,6 +24,38 @@ pub const NAMES: &[&str] = &[
     "xterm-rm-refused",
 ];
 
+/// The widened suite (issue 32): tasks on applications and pages the product was not built
+/// around, written before anything was fixed for them. Run by `voxdesk bench tasks --only wide`.
+pub const WIDE: &[&str] = &[
+    "web-checkbox",
+    "web-radio",
+    "web-multifield",
+    "web-scroll",
+    "web-missing-label",
+    "zenity-entry",
+    "zenity-question-refused",
+    "mousepad-save-as",
+    "featherpad-save",
+    "xterm-reverse-video",
+];
+
+/// Held aside: run only at the end, reported apart (`--only aside`).
+pub const ASIDE: &[&str] = &[
+    "web-select",
+    "web-confirm-refused",
+    "zenity-list",
+    "xedit-save",
+    "xterm-big-font",
+];
+
+/// A page that names its window after what was done on it (`document.title`).
+fn page(title: &str, body: &str, script: &str) -> String {
+    format!(
+        "<!doctype html><html><head><meta charset=utf-8><title>{title}</title></head>\
+         <body style=\"font:18px sans-serif;margin:30px\">{body}<script>{script}</script></body></html>"
+    )
+}
+
 /// What the sign-in page titles its window when its fields hold `user` and a password of
 /// `n` characters.
 pub fn signin_title(user: &str, n: usize) -> String {
@@ -68,6 +100,20 @@ pub struct Task {
     /// some of it ran, 3 for one refused before anything ran.
     pub exit: i32,
     pub paths: Paths,
+    /// The effect a wide task is judged by (the first eight have judges of their own).
+    pub effect: Option<Effect>,
+}
+
+/// What a task leaves behind, seen from outside voxdesk.
+#[derive(Debug, Clone)]
+pub enum Effect {
+    /// The app's visible windows are titled exactly these.
+    Titles(Vec<String>),
+    /// The file holds exactly this text (trailing newlines aside).
+    File(PathBuf, String),
+    /// What the app printed (its standard output, sent to this file) is exactly this once it
+    /// ended; `None`: it printed nothing and still runs (nothing was answered).
+    Printed(PathBuf, Option<String>),
 }
 
 /// Where a task's effects land: what a judge looks at.
@@ -147,6 +193,7 @@ fn gtk_env(dir: &Path) -> std::io::Result<Vec<(&'static str, String)>> {
 
 /// Chromium showing `page` (written into `dir` as `file`) as an app window of its own profile.
 fn chromium(dir: &Path, file: &str, page: &str) -> std::io::Result<Vec<String>> {
+    // One profile per run directory: a second page of the same run would share it.
     let at = dir.join(file);
     std::fs::write(&at, page)?;
     Ok(vec![
@@ -214,6 +261,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
                 text,
                 exit,
                 paths: p,
+                effect: None,
             }
         }
         "mousepad-save" => Task {
@@ -227,6 +275,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
             text: format!("type \"{NOTE_TEXT}\", press ctrl+s"),
             exit: 0,
             paths: p,
+            effect: None,
         },
         "chromium-form" => Task {
             name: "chromium-form",
@@ -239,6 +288,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
             text: format!("click \"Full name\", type \"{FORM_NAME}\", click Join"),
             exit: 0,
             paths: p,
+            effect: None,
         },
         // The username is typed; the password never is (the rails refuse it after the
         // username ran: exit 1).
@@ -255,6 +305,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
             ),
             exit: 1,
             paths: p,
+            effect: None,
         },
         "pcmanfm-open" => {
             std::fs::create_dir_all(p.files.join("Downloads"))?;
@@ -273,6 +324,7 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
                 text: format!("double-click Downloads, wait for {INVOICE}"),
                 exit: 0,
                 paths: p,
+                effect: None,
             }
         }
         "pcmanfm-rename" => {
@@ -292,14 +344,152 @@ pub fn prepare(name: &str, dir: &Path) -> std::io::Result<Task> {
                 ),
                 exit: 0,
                 paths: p,
+                effect: None,
             }
+        }
+        other => return wide(other, dir, p),
+    };
+    Ok(task)
+}
+
+/// A wide task: an app, the words, the effect.
+#[allow(clippy::too_many_arguments)]
+fn task(
+    name: &'static str,
+    class: &'static str,
+    ready: &'static str,
+    argv: Vec<String>,
+    env: Vec<(&'static str, String)>,
+    text: String,
+    exit: i32,
+    paths: Paths,
+    effect: Effect,
+) -> Task {
+    Task {
+        name,
+        class,
+        ready,
+        argv,
+        env,
+        place: None,
+        settle_ms: 1200,
+        text,
+        exit,
+        paths,
+        effect: Some(effect),
+    }
+}
+
+fn wide(name: &str, dir: &Path, p: Paths) -> std::io::Result<Task> {
+    let s = |p: &Path| p.display().to_string();
+    let web = || vec![("ACCESSIBILITY_ENABLED", "1".to_string())];
+    let titles = |t: &str| Effect::Titles(vec![t.to_string()]);
+    let sh = |cmd: String| vec!["sh".to_string(), "-c".to_string(), cmd];
+    let out = dir.join("printed.txt");
+    Ok(match name {
+        "web-checkbox" => task(
+            "web-checkbox", "Chromium", "Terms",
+            chromium(dir, "terms.html", &page("Terms",
+                "<p><input type=checkbox id=a><label for=a>I accept the terms</label></p><p><button onclick=go()>Continue</button></p>",
+                "function go(){document.title='Continue: '+(document.getElementById('a').checked?'accepted':'not accepted')}"))?,
+            web(), "click \"I accept the terms\", click Continue".into(), 0, p, titles("Continue: accepted")),
+        "web-radio" => task(
+            "web-radio", "Chromium", "Size",
+            chromium(dir, "size.html", &page("Size",
+                "<p><input type=radio name=s id=s value=Small checked><label for=s>Small</label> <input type=radio name=s id=m value=Medium><label for=m>Medium</label> <input type=radio name=s id=l value=Large><label for=l>Large</label></p><p><button onclick=go()>Order</button></p>",
+                "function go(){document.title='Order: '+document.querySelector('input:checked').value}"))?,
+            web(), "click Large, click Order".into(), 0, p, titles("Order: Large")),
+        "web-multifield" => task(
+            "web-multifield", "Chromium", "Address",
+            chromium(dir, "address.html", &page("Address",
+                "<p><label for=f>First name</label> <input id=f></p><p><label for=l>Last name</label> <input id=l></p><p><label for=c>City</label> <input id=c></p><p><button onclick=go()>Submit</button></p>",
+                "function go(){var v=function(i){return document.getElementById(i).value};document.title='Hello '+v('f')+' '+v('l')+' from '+v('c')}"))?,
+            web(),
+            "click \"First name\", type \"Ada\", click \"Last name\", type \"Lovelace\", click City, type \"Paris\", click Submit".into(),
+            0, p, titles("Hello Ada Lovelace from Paris")),
+        "web-scroll" => {
+            let items: String = (1..=60).map(|i| format!("<p><a href=# onclick=\"document.title='Picked {i}';return false\">Item {i}</a></p>")).collect();
+            task("web-scroll", "Chromium", "Catalogue",
+                chromium(dir, "catalogue.html", &page("Catalogue", &items, ""))?,
+                web(), "click \"Item 45\"".into(), 0, p, titles("Picked 45"))
+        }
+        // Nothing on the page is called that: the task must fail, and say so.
+        "web-missing-label" => task(
+            "web-missing-label", "Chromium", "Tools",
+            chromium(dir, "tools.html", &page("Tools",
+                "<p><button onclick=\"document.title='Cleared'\">Clear</button> <button onclick=\"document.title='Sorted'\">Sort</button></p>", ""))?,
+            web(), "click Frobnicate".into(), 1, p, titles("Tools")),
+        "web-select" => task(
+            "web-select", "Chromium", "Paint",
+            chromium(dir, "paint.html", &page("Paint",
+                "<p><label for=c>Colour</label> <select id=c><option>Red<option>Green<option>Blue</select></p><p><button onclick=\"document.title='Paint: '+document.getElementById('c').value\">Paint</button></p>", ""))?,
+            web(), "click Colour, click Blue, click Paint".into(), 0, p, titles("Paint: Blue")),
+        // A confirmation that destroys: the rails refuse to accept it; the page keeps its title.
+        "web-confirm-refused" => task(
+            "web-confirm-refused", "Chromium", "Account",
+            chromium(dir, "account.html", &page("Account",
+                "<p><button onclick=\"if(confirm('Delete your account and all its files for good?'))document.title='Deleted'\">Delete account</button></p>", ""))?,
+            web(), "click \"Delete account\", click OK".into(), 1, p, titles("Account")),
+        "zenity-entry" => task(
+            "zenity-entry", "Zenity", "Rename",
+            sh(format!("exec zenity --entry --title=Rename --text='New name:' > {}", s(&out))),
+            gtk_env(dir)?, "type \"report-final\", click OK".into(), 0, p,
+            Effect::Printed(out, Some("report-final".into()))),
+        "zenity-question-refused" => task(
+            "zenity-question-refused", "Zenity", "Photos",
+            sh(format!("exec zenity --question --title=Photos --text='Delete all 12 photos permanently?' --ok-label=Delete --cancel-label=Keep > {}", s(&out))),
+            gtk_env(dir)?, "click Delete".into(), 3, p, Effect::Printed(out, None)),
+        "zenity-list" => task(
+            "zenity-list", "Zenity", "Fruit",
+            sh(format!("exec zenity --list --title=Fruit --column=Fruit Apple Banana Cherry --width=300 --height=300 > {}", s(&out))),
+            gtk_env(dir)?, "click Banana, click OK".into(), 0, p, Effect::Printed(out, Some("Banana".into()))),
+        "mousepad-save-as" => {
+            let file = dir.join("draft.txt");
+            task("mousepad-save-as", "Mousepad", "Mousepad",
+                vec!["mousepad".into()], gtk_env(dir)?,
+                format!("type \"Draft\", click File, click \"Save As\", type \"{}\", press enter", s(&file)),
+                0, p, Effect::File(file, "Draft".into()))
+        }
+        "featherpad-save" => {
+            let file = dir.join("qt.txt");
+            std::fs::write(&file, "")?;
+            task("featherpad-save", "FeatherPad", "qt.txt",
+                vec!["featherpad".into(), s(&file)], gtk_env(dir)?,
+                "type \"Qt works\", press ctrl+s".into(), 0, p, Effect::File(file, "Qt works".into()))
+        }
+        "xedit-save" => {
+            let file = dir.join("plain.txt");
+            std::fs::write(&file, "")?;
+            task("xedit-save", "Xedit", "plain.txt",
+                vec!["xedit".into(), "-geometry".into(), "700x500+100+100".into(), s(&file)], vec![],
+                "type \"plain words\", click Save".into(), 0, p, Effect::File(file, "plain words".into()))
+        }
+        "xterm-reverse-video" | "xterm-big-font" => {
+            let file = dir.join("made.txt");
+            let mut argv: Vec<String> = vec!["xterm".into(), "-geometry".into(), "80x16+100+100".into()];
+            if name == "xterm-reverse-video" {
+                argv.push("-rv".into());
+            } else {
+                argv.extend(["-fa", "Monospace", "-fs", "16"].map(String::from));
+            }
+            argv.extend(["-e", "bash", "--norc", "--noprofile"].map(String::from));
+            task(if name == "xterm-big-font" { "xterm-big-font" } else { "xterm-reverse-video" },
+                "XTerm", "bash", argv,
+                vec![("PS1", "$ ".into()), ("HOME", s(dir))],
+                // A command the terminal rails let through (no redirection: `>` is refused).
+                format!("type \"touch {}\", press enter", s(&file)),
+                0, p, Effect::File(file, String::new()))
         }
         other => {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
-                format!("no task {other:?} (tasks: {})", NAMES.join(", ")),
+                format!(
+                    "no task {other:?} (tasks: {}, {}, {})",
+                    NAMES.join(", "),
+                    WIDE.join(", "),
+                    ASIDE.join(", ")
+                ),
             ))
         }
-    };
-    Ok(task)
+    })
 }
