@@ -133,7 +133,7 @@ pub fn watch(conn: Connection, changes: Arc<Changes>) {
             match zbus::MessageStream::for_match_rule(rule.as_str(), &conn, Some(KEEP)).await {
                 Ok(s) => streams.push(s),
                 Err(e) => {
-                    tracing::warn!("accessibility events: {e}");
+                    tracing::debug!("accessibility events: {e}");
                     return;
                 }
             }

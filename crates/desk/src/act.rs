@@ -258,7 +258,7 @@ impl Desk {
         let after = match self.settle() {
             Ok((after, settle_ms, changed)) => {
                 p.times.settle = settle_ms;
-                p.result.changed = changed || after.perception.targets != p.obs.perception.targets;
+                p.result.changed = changed_since(&p.obs, &after, changed);
                 after
             }
             Err(e) => {
@@ -343,7 +343,7 @@ impl Desk {
                 self.settle()
             };
             if let Ok((again, _, changed)) = again {
-                p.result.changed |= changed || again.perception.targets != *before;
+                p.result.changed |= changed_since(&p.obs, &again, changed);
                 verdict = judge(&again, p.result.changed, &self.typed);
                 after = again;
             }
@@ -647,6 +647,35 @@ fn focus_of(obs: &Observation, clicks: &[[f64; 2]]) -> ([f64; 2], Option<[f64; 4
     ([m.image_w as f64, m.image_h as f64], focus)
 }
 
+/// Did the screen change between the observation a batch was planned on and `after`? The frames
+/// say it first: byte-identical frames never changed, whatever flickered while settling or however
+/// the targets were renumbered (only what the accessibility tree says of a control, a state or a
+/// value that changed with no pixel to show it, still counts). Otherwise: a tile changed while
+/// settling (`settled_changed`), or the targets differ.
+fn changed_since(before: &Observation, after: &Observation, settled_changed: bool) -> bool {
+    let ax = |o: &Observation| -> Vec<_> {
+        o.perception
+            .targets
+            .iter()
+            .filter_map(|t| {
+                t.ax.as_ref()
+                    .map(|a| (a.key.clone(), a.states, a.value.clone()))
+            })
+            .collect()
+    };
+    if before.frame.image.as_raw() == after.frame.image.as_raw() {
+        return ax(before) != ax(after);
+    }
+    let seen = |o: &Observation| -> Vec<(String, voxdesk_core::geometry::Rect)> {
+        o.perception
+            .targets
+            .iter()
+            .map(|t| (t.text.clone(), t.rect))
+            .collect()
+    };
+    settled_changed || seen(before) != seen(after) || ax(before) != ax(after)
+}
+
 #[cfg(test)]
 mod tests {
     //! Each stage of `act` on a fake screen and fake hands: the stale check and the rails refuse
@@ -675,6 +704,8 @@ mod tests {
         next: VecDeque<Vec<Target>>,
         sent: Vec<String>,
         tree: Option<voxdesk_core::semantic::Tree>,
+        /// Bumped whenever the screen changes: the fake frame's pixels.
+        version: u8,
     }
 
     type Shared = Arc<Mutex<World>>;
@@ -683,7 +714,11 @@ mod tests {
 
     impl Eyes for FakeEyes {
         fn capture(&mut self) -> Result<Frame, eyes::LookError> {
-            Ok(Frame::from_image(image::RgbaImage::new(1280, 720)))
+            // The pixels change when the world does (a frame that did not change is the same).
+            let v = self.0.lock().unwrap().version;
+            let mut img = image::RgbaImage::new(1280, 720);
+            img.put_pixel(0, 0, image::Rgba([v, 0, 0, 255]));
+            Ok(Frame::from_image(img))
         }
         fn perceive(
             &mut self,
@@ -740,6 +775,7 @@ mod tests {
             if let Some(next) = w.next.pop_front() {
                 w.screen = next;
                 w.changed = true;
+                w.version = w.version.wrapping_add(1);
             }
             rx
         }
@@ -970,6 +1006,36 @@ mod tests {
             1,
             "the desk itself never repeats: {:?}",
             r.sent()
+        );
+    }
+
+    #[test]
+    fn identical_frames_never_changed_whatever_flickered_or_was_renumbered() {
+        let mut r = rig(Mode::Auto, true, calculator(), vec![]);
+        let id = r.observe();
+        {
+            // Something flickered while settling (a tile differed once) and the targets came back
+            // renumbered, but the frame after is the frame before, byte for byte.
+            let mut w = r.world.lock().unwrap();
+            w.changed = true;
+            for t in &mut w.screen {
+                t.new = !t.new;
+            }
+        }
+        let res = r.act(&format!(
+            r#"{{"observation_id":"{id}","actions":[{{"action":"scroll","direction":"down","amount":3}}],"expect":{{"changes":true}}}}"#
+        ));
+        assert!(!res.changed, "identical frames are not a change");
+        assert!(
+            matches!(
+                res.verdict,
+                Verdict::Failed {
+                    no_change: true,
+                    ..
+                }
+            ),
+            "{:?}",
+            res.verdict
         );
     }
 }

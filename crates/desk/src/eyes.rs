@@ -141,7 +141,7 @@ impl Eyes for ScreenEyes {
                     }
                     Ok(None) => (None, no_tree_why(fw)),
                     Err(e) => {
-                        tracing::warn!("the accessibility tree of {}: {e}", fw.app);
+                        tracing::info!("the accessibility tree of {}: {e}", fw.app);
                         (
                             None,
                             format!(

@@ -516,7 +516,12 @@ impl<'a> Ctx<'a> {
                 }
                 let at = match at {
                     Some(p) => Some(self.resolve(n, p)?.0),
-                    None => None,
+                    // No position: the focused window's content, not wherever the pointer was
+                    // left (perhaps over another window, or its frame).
+                    None => self.screen.window.map(|w| LogicalPoint {
+                        x: w.x + w.w / 2,
+                        y: w.y + w.h / 2,
+                    }),
                 };
                 Ok(Step::Scroll {
                     direction: *direction,
@@ -2017,5 +2022,47 @@ mod tests {
             &[calm]
         )
         .is_ok());
+    }
+
+    #[test]
+    fn a_scroll_without_a_position_lands_on_the_focused_windows_content() {
+        let ts = targets();
+        let mut screen = Screen {
+            observation_id: "o2",
+            latest_id: "o2",
+            targets: &ts,
+            mapping: Mapping::new((1280, 720), (1920, 1080), (0, 0), (1920, 1080)).unwrap(),
+            app: Some("gedit"),
+            focus: None,
+            keymap: us(),
+            line: None,
+            window: Some(Rect::new(100, 200, 800, 600)),
+            popups: &[],
+            dialogs: &[],
+        };
+        let stop = voxdesk_core::action::parse_combo("ctrl+alt+escape").unwrap();
+        let batch =
+            parse_batch(r#"{"actions":[{"action":"scroll","direction":"down","amount":3}]}"#)
+                .unwrap();
+        let c = check(&batch, &screen, &rails(), &stop).unwrap();
+        assert!(
+            matches!(
+                c.steps[0],
+                Step::Scroll {
+                    at: Some(LogicalPoint { x: 500, y: 500 }),
+                    ..
+                }
+            ),
+            "{:?}",
+            c.steps
+        );
+        // Unknown window: the pointer stays where it is, as before.
+        screen.window = None;
+        let c = check(&batch, &screen, &rails(), &stop).unwrap();
+        assert!(
+            matches!(c.steps[0], Step::Scroll { at: None, .. }),
+            "{:?}",
+            c.steps
+        );
     }
 }
