@@ -243,6 +243,12 @@ fn gemini_drives_the_calculator_through_resumption_and_a_dropped_socket() {
         !out.contains("test-key-gemini"),
         "the key was printed: {out}"
     );
+    // The planned renewal (goAway) is silent; only the cut connection was an outage to say.
+    assert_eq!(
+        out.matches("I cannot reach the model").count(),
+        1,
+        "a renewal is not an outage: {out}"
+    );
     assert!(out.contains("model: Adding seven and five."), "{out}");
     assert!(server.try_accept(Duration::from_millis(200)).is_none());
     let rec = session_record(data.path());

@@ -269,8 +269,10 @@ struct State {
 enum Leave {
     /// The driver closed the session.
     Closed,
-    /// The connection ended (or is to be renewed): connect again.
+    /// The connection ended: connect again (an outage until it is back).
     Again,
+    /// The server asked for a renewal (`goAway`): connect again, no outage to tell anyone.
+    Renew,
 }
 
 struct Net {
@@ -339,6 +341,8 @@ impl Net {
                     ));
                     outage = Some(Instant::now());
                 }
+                // A planned renewal is silent; only a renewal that then fails is an outage.
+                Leave::Renew => tracing::info!("realtime: renewing the connection (goAway)"),
             }
         }
     }
@@ -460,7 +464,7 @@ impl Net {
         loop {
             if let Some(by) = leave_by {
                 if !self.state.calls.busy() || tokio::time::Instant::now() >= by {
-                    return Leave::Again;
+                    return Leave::Renew;
                 }
             }
             tokio::select! {
