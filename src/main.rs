@@ -150,8 +150,8 @@ enum Cmd {
         mode: Option<String>,
         #[arg(long)]
         json: bool,
-        /// Answer yes to the confirmation (for scripts; destructive actions still need
-        /// `allow_destructive` in auto mode or confirm mode).
+        /// Answer yes when a yes is asked (for scripts): every batch in confirm mode, a
+        /// destructive one (a drag, an `rm` line) in auto mode. Refusals stay refusals.
         #[arg(long)]
         yes: bool,
         /// {"observation_id":..,"actions":[..],"expect":{..}}; `-` reads standard input.

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 
 use super::{settings, stop_on_signals, Exit, TerminalConfirm};
 use voxdesk_desk::confirm::{AssumeYes, Confirm};
+use voxdesk_desk::handoff::{self, Handoff};
 use voxdesk_desk::tool::{ActResult, ActStatus, ToolCall, ToolResult};
 use voxdesk_desk::{Desk, DeskError, Host};
 use voxdesk_input::stop::StopLatch;
@@ -48,8 +49,28 @@ pub fn run(
         }
         Err(e) => return Err(e.into()),
     };
-    if let ToolResult::Error { message, .. } = desk.call(&ToolCall::Observe) {
-        anyhow::bail!(message);
+    // A batch written against `voxdesk look`'s observation (another process) runs while the
+    // screen still shows what it names: this desk adopts look's targets, so its observation
+    // keeps their ids, and `handoff::carry` judges what moved.
+    let look = batch.observation_id.as_deref().and_then(Handoff::load);
+    if let Some(h) = &look {
+        desk.adopt(h.targets());
+    }
+    let mut batch = batch;
+    match desk.call(&ToolCall::Observe) {
+        ToolResult::Error { message, .. } => anyhow::bail!(message),
+        ToolResult::Observation(o) => {
+            if let Some(h) = &look {
+                match handoff::carry(h, &o.targets, o.picture, &batch) {
+                    Ok(()) => batch.observation_id = Some(o.id.clone()),
+                    Err(why) => {
+                        eprintln!("voxdesk: refused by rule `stale-observation`: {why}\nnothing in the batch ran");
+                        return Ok(Exit::Refused);
+                    }
+                }
+            }
+        }
+        _ => {}
     }
     let r = match desk.call(&ToolCall::Act(batch)) {
         ToolResult::Act(a) => a,

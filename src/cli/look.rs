@@ -72,22 +72,58 @@ pub fn look(a: LookArgs) -> Result<Exit> {
             .map(|d| d.as_millis())
             .unwrap_or(0)
     );
+    // One space for `look`, the act tool and `voxdesk act`: the picture's pixels.
+    let mapping = picture::picture_mapping(&f, picture::PictureConfig::default())?;
+    let view: Vec<perception::Target> = r
+        .targets
+        .iter()
+        .map(|t| perception::Target {
+            rect: mapping.capture_rect_to_image(&t.rect),
+            ..t.clone()
+        })
+        .collect();
+    // Kept for the next `voxdesk act`, which accepts this observation's id while the screen
+    // still shows what its batch names.
+    if let Err(e) = voxdesk_desk::handoff::Handoff::of(
+        &observation_id,
+        (mapping.image_w, mapping.image_h),
+        &r.targets,
+    )
+    .save()
+    {
+        tracing::warn!("the observation is not kept for `voxdesk act`: {e}");
+    }
     if a.json {
-        let dto = observation::LookDto {
-            observation_id,
-            app: app.as_ref().map(|a| a.app.clone()),
-            window_title: app.as_ref().map(|a| a.title.clone()),
-            scale: f.scale(),
-            monitor: observation::MonitorDto {
-                name: f.monitor.name.clone(),
-                x: f.monitor.origin.0,
-                y: f.monitor.origin.1,
-                width: f.monitor.logical.0,
-                height: f.monitor.logical.1,
-            },
-            ocr: observation::ocr_dto(&r, &[("capture", capture_ms), ("look", fused_ms)]),
-        };
-        println!("{}", serde_json::to_string(&dto)?);
+        let mut v = serde_json::json!({
+            "observation_id": observation_id,
+            "picture": [mapping.image_w, mapping.image_h],
+            "route": if r.tree.is_some() { "ax+ocr" } else { "ocr" },
+        });
+        if let (None, Some(why)) = (&r.tree, &r.no_tree) {
+            v["why"] = why.as_str().into();
+        }
+        if r.tree.as_ref().is_some_and(|t| t.partial) {
+            v["partial"] = true.into();
+        }
+        v["targets"] = view.iter().map(voxdesk_desk::tool::target_json).collect();
+        if let Some(w) = &app {
+            v["app"] = w.app.as_str().into();
+            if !w.title.is_empty() {
+                v["title"] = w.title.as_str().into();
+            }
+        }
+        v["capture"] = serde_json::json!([f.image.width(), f.image.height()]);
+        v["scale"] = f.scale().into();
+        v["monitor"] = serde_json::json!({
+            "name": f.monitor.name,
+            "x": f.monitor.origin.0,
+            "y": f.monitor.origin.1,
+            "width": f.monitor.logical.0,
+            "height": f.monitor.logical.1,
+        });
+        let ocr = observation::ocr_dto(&r, &[("capture", capture_ms), ("look", fused_ms)]);
+        v["timings_ms"] = serde_json::Value::Object(ocr.timings_ms);
+        println!("{v}");
     } else {
         println!(
             "observation {observation_id}: focused app {}",

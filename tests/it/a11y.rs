@@ -50,12 +50,9 @@ fn describe(v: &Value) -> String {
         .join("\n")
 }
 
-/// Centre of a target, in model-picture pixels (the 1920x1080 rig maps to 1280x720).
+/// Centre of a target, in the picture's pixels as `look` gives them (the space `act` takes).
 fn centre(t: &Value) -> (f64, f64) {
-    let b = &t["box"];
-    let cx = b["x"].as_f64().unwrap() + b["w"].as_f64().unwrap() / 2.0;
-    let cy = b["y"].as_f64().unwrap() + b["h"].as_f64().unwrap() / 2.0;
-    (cx * 1280.0 / 1920.0, cy * 720.0 / 1080.0)
+    picture_centre(t)
 }
 
 fn act(display: &str, batch: &str) -> (Option<i32>, Value, String) {
@@ -270,11 +267,8 @@ fn ids_survive_an_unrelated_change_on_screen() {
     .collect();
     // Something unrelated changes: text typed into another field from outside.
     let email = control(&first, "entry", "Email").unwrap();
-    let b = &email["box"];
-    let (x, y) = (
-        b["x"].as_i64().unwrap() + b["w"].as_i64().unwrap() / 2,
-        b["y"].as_i64().unwrap() + b["h"].as_i64().unwrap() / 2,
-    );
+    let (bx, by, bw, bh) = screen_box(&first, &email);
+    let (x, y) = (bx + bw / 2, by + bh / 2);
     let xd = |args: &[&str]| {
         Command::new("xdotool")
             .env("DISPLAY", d)

@@ -20,19 +20,16 @@ fn look(display: &str) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-/// Centre of the first target with `text` (optionally inside a y-range), in model-picture pixels
-/// (the 1920x1080 rig maps to a 1280x720 picture).
+/// Centre of the first target with `text` (optionally inside a y-range of the screen), in the
+/// picture's pixels as `look` gives them: the space `act` takes.
 fn point_of(v: &serde_json::Value, text: &str, ys: std::ops::Range<i64>) -> (f64, f64) {
     let t = v["targets"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["text"] == text && ys.contains(&t["box"]["y"].as_i64().unwrap()))
+        .find(|t| t["text"] == text && ys.contains(&screen_box(v, t).1))
         .unwrap_or_else(|| panic!("{text} not on screen"));
-    let b = &t["box"];
-    let cx = b["x"].as_f64().unwrap() + b["w"].as_f64().unwrap() / 2.0;
-    let cy = b["y"].as_f64().unwrap() + b["h"].as_f64().unwrap() / 2.0;
-    (cx * 1280.0 / 1920.0, cy * 720.0 / 1080.0)
+    picture_centre(t)
 }
 
 fn act(
@@ -60,8 +57,8 @@ fn display_value(display: &str) -> String {
         .unwrap()
         .iter()
         .filter(|t| {
-            (220..245).contains(&t["box"]["y"].as_i64().unwrap())
-                && t["box"]["x"].as_i64().unwrap() > 600
+            let (x, y, _, _) = screen_box(&v, t);
+            (220..245).contains(&y) && x > 600
         })
         .map(|t| t["text"].as_str().unwrap().to_string())
         .next()
@@ -138,6 +135,70 @@ fn click_on_a_target_lands_and_refusals_move_nothing() {
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("action 1: `direction`"), "{err}");
+}
+
+/// `voxdesk act` takes the observation `voxdesk look` printed (another process), with its target
+/// ids and its picture's pixels, while the screen still shows what the batch names; a target
+/// that went away is a stale observation, and nothing runs.
+#[test]
+fn act_accepts_the_observation_look_printed_while_its_targets_are_there() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = app(d, &["xcalc", "-geometry", "300x400+400+200"], "XCalc");
+    let env = [("VOXDESK_ALLOW_APPS", "XCalc")];
+    assert_eq!(display_value(d), "0");
+    let v = look(d);
+    let id_of = |text: &str| {
+        v["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["text"] == text && screen_box(&v, t).1 > 300)
+            .unwrap_or_else(|| panic!("{text} not on screen"))["id"]
+            .clone()
+    };
+    let obs = v["observation_id"].as_str().unwrap().to_string();
+    let click = |id: &serde_json::Value| {
+        format!(r#"{{"observation_id":"{obs}","actions":[{{"action":"click","target":{id}}}]}}"#)
+    };
+    // Its target 7, by look's id.
+    let (code, rep, err) = act(d, &env, &[], &click(&id_of("7")));
+    assert_eq!(code, Some(0), "{rep} {err}");
+    assert_eq!(display_value(d), "7");
+    // The display changed; the 8 key did not: look's observation still names it.
+    let (code, rep, err) = act(d, &env, &[], &click(&id_of("8")));
+    assert_eq!(code, Some(0), "{rep} {err}");
+    assert_eq!(display_value(d), "78");
+    // A point from look's picture needs the screen as it was: it is not.
+    let (x, y) = point_of(&v, "9", 300..1000);
+    let (code, _, err) = act(
+        d,
+        &env,
+        &[],
+        &format!(
+            r#"{{"observation_id":"{obs}","actions":[{{"action":"click","x":{x},"y":{y}}}]}}"#
+        ),
+    );
+    assert_eq!(code, Some(3), "{err}");
+    assert!(
+        err.contains("stale-observation") && err.contains("look again"),
+        "{err}"
+    );
+    assert_eq!(display_value(d), "78", "nothing ran");
+    // A fresh look: its point lands, in the same pixels the boxes are in.
+    let v2 = look(d);
+    let (x, y) = point_of(&v2, "9", 300..1000);
+    let (code, rep, err) = act(
+        d,
+        &env,
+        &[],
+        &format!(
+            r#"{{"observation_id":"{}","actions":[{{"action":"click","x":{x},"y":{y}}}]}}"#,
+            v2["observation_id"].as_str().unwrap()
+        ),
+    );
+    assert_eq!(code, Some(0), "{rep} {err}");
+    assert_eq!(display_value(d), "789");
 }
 
 #[test]

@@ -271,6 +271,7 @@ fn anyhow_only_in_the_binaries() {
 fn the_library_reads_the_environment_only_for_the_platform() {
     let readers = [
         "core/private.rs",
+        "desk/handoff.rs",
         "desk/lib.rs",
         "perception/engine.rs",
         "screen/capture.rs",

@@ -23,8 +23,13 @@ fn look_sees_xcalc_keys_where_the_window_is() {
     assert_eq!(v["app"], "XCalc", "{}", v["app"]);
     assert_eq!(v["scale"], 1.0);
     assert_eq!(
-        (v["width"].as_u64(), v["height"].as_u64()),
+        (v["capture"][0].as_u64(), v["capture"][1].as_u64()),
         (Some(1920), Some(1080))
+    );
+    // Boxes are in the picture's pixels, the space `act` takes (one space for look and act).
+    assert_eq!(
+        (v["picture"][0].as_u64(), v["picture"][1].as_u64()),
+        (Some(1280), Some(720))
     );
     assert!(v["observation_id"].as_str().is_some_and(|s| !s.is_empty()));
     let targets = v["targets"].as_array().unwrap();
@@ -42,10 +47,7 @@ fn look_sees_xcalc_keys_where_the_window_is() {
                         .collect::<Vec<_>>()
                 )
             });
-        let (x, y) = (
-            t["box"]["x"].as_i64().unwrap(),
-            t["box"]["y"].as_i64().unwrap(),
-        );
+        let (x, y, _, _) = screen_box(&v, t);
         assert!(
             (400..700).contains(&x) && (200..600).contains(&y),
             "{key} at {x},{y}"

@@ -87,13 +87,7 @@ fn xcalc_keypad_in_its_fallback_font_is_read_key_by_key() {
         .unwrap()
         .iter()
         .map(|t| {
-            let b = &t["box"];
-            let (x, y, w, h) = (
-                b["x"].as_i64().unwrap(),
-                b["y"].as_i64().unwrap(),
-                b["w"].as_i64().unwrap(),
-                b["h"].as_i64().unwrap(),
-            );
+            let (x, y, w, h) = screen_box(&v, t);
             (
                 t["text"].as_str().unwrap().to_string(),
                 x + w / 2,

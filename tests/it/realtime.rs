@@ -138,8 +138,16 @@ fn gemini_drives_the_calculator_through_resumption_and_a_dropped_socket() {
         "mimeType": "audio/pcm;rate=24000", "data": tone_b64(200, 24000)}}]},
         "outputTranscription": {"text": "Adding seven and five."}}}),
     );
-    // An interruption mid-turn, then the turn completes.
+    c.send(json!({"serverContent": {"turnComplete": true}}));
+    // A turn interrupted at once (its audio queued, none of it heard yet), then completed: its
+    // words are not recorded as said, or only as interrupted.
+    c.send(
+        json!({"serverContent": {"modelTurn": {"parts": [{"inlineData": {
+        "mimeType": "audio/pcm;rate=24000", "data": tone_b64(2000, 24000)}}]},
+        "outputTranscription": {"text": "Then I will also"}}}),
+    );
     c.send(json!({"serverContent": {"interrupted": true}}));
+    c.send(json!({"serverContent": {"outputTranscription": {"text": " clear the display."}}}));
     c.send(json!({"serverContent": {"turnComplete": true}}));
 
     // The act: four real clicks, verified by what the display shows.
@@ -220,12 +228,30 @@ fn gemini_drives_the_calculator_through_resumption_and_a_dropped_socket() {
         "the cancelled act was not told: {r}"
     );
 
-    // A cut connection: again with h2; then done.
+    // The connection is cut while an act runs: it finishes on the next connection and is told
+    // there as soon as it is known, before anything else (not held for a later answer).
+    let seen = &gemini_response(&r).unwrap()["response"];
+    c2.send(
+        json!({"toolCall": {"functionCalls": [{"id": "fc8", "name": "act", "args": {
+        "observation_id": seen["observation_id"],
+        "actions": [{"action": "wait", "ms": 1500}]}}]}}),
+    );
+    std::thread::sleep(Duration::from_millis(300));
     c2.cut();
     let mut c3 = server.accept(SOON);
     let setup = c3.expect("setup", SOON, |v| v.get("setup").is_some());
     assert_eq!(setup["setup"]["sessionResumption"]["handle"], "h2");
     c3.send(json!({"setupComplete": {}}));
+    let told = c3.expect("the act that finished meanwhile", SOON, |v| {
+        v.get("clientContent").is_some() || gemini_response(v).is_some()
+    });
+    let text = told["clientContent"]["turns"][0]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("Meanwhile the desk finished: act(") && text.contains("\"wait\""),
+        "the act that ran across the cut was not told first: {told}"
+    );
     c3.send(
         json!({"toolCall": {"functionCalls": [{"id": "fc5", "name": "done",
         "args": {"success": true, "summary": "Seven plus five is twelve."}}]}}),
@@ -250,15 +276,24 @@ fn gemini_drives_the_calculator_through_resumption_and_a_dropped_socket() {
         "a renewal is not an outage: {out}"
     );
     assert!(out.contains("model: Adding seven and five."), "{out}");
+    assert!(
+        !out.contains("clear the display")
+            && out
+                .lines()
+                .filter(|l| l.contains("Then I will also"))
+                .all(|l| l.trim_end().ends_with("(interrupted)")),
+        "words the person never heard were recorded as said: {out}"
+    );
     assert!(server.try_accept(Duration::from_millis(200)).is_none());
     let rec = session_record(data.path());
     assert_eq!(rec["status"], "done");
     assert_eq!(rec["provider"], "gemini");
-    assert_eq!(rec["prompt_version"], "tools.v3+packet.v3+realtime.v2");
+    assert_eq!(rec["prompt_version"], "tools.v4+packet.v4+realtime.v3");
     let steps = rec["steps"].as_array().unwrap();
     let acts: Vec<&Value> = steps.iter().filter(|s| s["rails"] == "approved").collect();
-    // The first act, and fc6 (cancelled while it ran); fc3, cancelled before, never ran.
-    assert_eq!(acts.len(), 2, "{steps:?}");
+    // The first act, fc6 (cancelled while it ran) and fc8 (across the cut); fc3, cancelled
+    // before, never ran.
+    assert_eq!(acts.len(), 3, "{steps:?}");
     assert_eq!(acts[0]["verification"], "verified");
 }
 
@@ -460,16 +495,25 @@ fn an_unreachable_model_is_said_and_nothing_is_dispatched() {
         .local_addr()
         .unwrap()
         .port();
+    // A model name newer than any profile: it runs on the provider's base profile, with one
+    // warning naming the file a measured profile would go in (not a refusal to start).
     let mut c = realtime_cmd(
         d,
         data.path(),
         "openai",
-        "gpt-realtime",
+        "gpt-realtime-2027-01",
         &format!("ws://127.0.0.1:{port}"),
     );
     c.env("VOXDESK_REALTIME_GIVE_UP_MS", "1500");
     let (code, out) = finish(c.spawn().unwrap());
     assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        out.matches("no profile for openai model \"gpt-realtime-2027-01\"")
+            .count(),
+        1,
+        "{out}"
+    );
+    assert!(out.contains("openai/gpt-realtime-2027-01.toml"), "{out}");
     assert!(out.contains("I cannot reach the model"), "{out}");
     let rec = session_record(data.path());
     assert_eq!(rec["status"], "failed");
@@ -505,9 +549,9 @@ fn missing_model_key_profile_or_a_plain_remote_endpoint_is_one_line_naming_the_f
             "set GEMINI_API_KEY",
         ),
         (
-            &["--provider", "openai", "--model", "gpt-9"],
+            &["--provider", "openai", "--model", "gpt-9/../x"],
             &[("OPENAI_API_KEY", "k")],
-            "add models/openai/gpt-9.toml",
+            "no profile for openai model",
         ),
         (
             &[

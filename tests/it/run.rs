@@ -92,7 +92,7 @@ fn the_calculator_task_verifies_and_every_record_written_parses() {
     let r = record(&dir);
     assert_eq!(r["status"], "done");
     assert_eq!(r["provider"], "local");
-    assert_eq!(r["prompt_version"], "tools.v3+packet.v3");
+    assert_eq!(r["prompt_version"], "tools.v4+packet.v4");
     let steps = r["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 5);
     assert!(

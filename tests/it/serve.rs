@@ -203,7 +203,7 @@ fn calc_display(display: &str) -> String {
         .as_array()
         .unwrap()
         .iter()
-        .min_by_key(|t| t["box"]["y"].as_i64())
+        .min_by_key(|t| t["box"][1].as_i64())
         .map(|t| t["text"].as_str().unwrap_or_default().to_string())
         .unwrap_or_default()
 }

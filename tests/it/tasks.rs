@@ -466,3 +466,91 @@ fn a_destructive_command_is_refused_and_nothing_is_typed() {
         "a step was approved\n{story}"
     );
 }
+
+/// A 3840x2160 desktop at 2x scale (GTK's `GDK_SCALE=2`, a 24 pt terminal font): the same
+/// words work and are judged the same way, from outside (the file saved, the file made).
+#[test]
+fn a_4k_desktop_at_2x_scale_saves_and_runs_what_was_typed_once() {
+    let Some(_rig) = rig() else { return };
+    let x = PrivateX::sized("3840x2160x24", &[], true);
+    let d = x.display.as_str();
+    let dir = workdir();
+    // mousepad at 2x: type, save.
+    let file = dir.path().join("big.txt");
+    std::fs::write(&file, "").unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".config")).unwrap();
+    let editor = Task {
+        name: "mousepad-4k",
+        class: "Mousepad",
+        ready: "big.txt",
+        argv: vec!["mousepad".into(), file.display().to_string()],
+        env: vec![
+            ("HOME", home.display().to_string()),
+            (
+                "XDG_CONFIG_HOME",
+                home.join(".config").display().to_string(),
+            ),
+            ("GSETTINGS_BACKEND", "memory".into()),
+            ("GDK_SCALE", "2".into()),
+        ],
+        place: Some((200, 200, 1800, 1200)),
+        settle_ms: 1500,
+        text: "type \"Sharp words\", press ctrl+s".into(),
+        exit: 0,
+        paths: task_suite::prepare("xterm-touch", dir.path())
+            .unwrap()
+            .paths,
+        effect: None,
+    };
+    let data = records("mousepad-4k");
+    let (_app, _) = start(d, &editor);
+    let r = run(d, &editor, &data);
+    let saved = std::fs::read_to_string(&file).unwrap_or_default();
+    assert_eq!(saved.trim_end_matches('\n'), "Sharp words", "{}", r.story());
+    assert_eq!(r.code(), Some(0), "{}", r.story());
+    // xterm with a 2x font: a command typed once, run once.
+    let made = dir.path().join("made4k");
+    let term = Task {
+        name: "xterm-4k",
+        class: "XTerm",
+        ready: "bash",
+        argv: [
+            "xterm",
+            "-fa",
+            "Monospace",
+            "-fs",
+            "24",
+            "-geometry",
+            "80x20+200+200",
+            "-e",
+            "bash",
+            "--norc",
+            "--noprofile",
+        ]
+        .map(String::from)
+        .to_vec(),
+        env: vec![
+            ("PS1", "$ ".into()),
+            ("HOME", dir.path().display().to_string()),
+        ],
+        place: None,
+        settle_ms: 800,
+        text: format!("type \"touch {}\", press enter", made.display()),
+        exit: 0,
+        paths: task_suite::prepare("xterm-touch", dir.path())
+            .unwrap()
+            .paths,
+        effect: None,
+    };
+    let data = records("xterm-4k");
+    let (_term, _) = start(d, &term);
+    let r = run(d, &term, &data);
+    assert!(
+        made.exists(),
+        "{} was not made\n{}",
+        made.display(),
+        r.story()
+    );
+    assert_eq!(r.code(), Some(0), "{}", r.story());
+}

@@ -87,6 +87,11 @@ pub struct PrivateX {
 
 impl PrivateX {
     pub fn start(extra_args: &[&str], with_wm: bool) -> PrivateX {
+        PrivateX::sized("1280x800x24", extra_args, with_wm)
+    }
+
+    /// One of `screen` (Xvfb's WxHxDEPTH, e.g. a 3840x2160 desktop).
+    pub fn sized(screen: &str, extra_args: &[&str], with_wm: bool) -> PrivateX {
         let mut n = 500 + (std::process::id() % 300);
         while Path::new(&format!("/tmp/.X{n}-lock")).exists()
             || Path::new(&format!("/tmp/.X11-unix/X{n}")).exists()
@@ -99,7 +104,7 @@ impl PrivateX {
                 display.as_str(),
                 "-screen",
                 "0",
-                "1280x800x24",
+                screen,
                 "-nolisten",
                 "tcp",
                 "-noreset",
@@ -303,4 +308,31 @@ pub fn keys_down(display: &str) -> Vec<u8> {
     (0..=255u8)
         .filter(|k| km[*k as usize / 8] & (1 << (k % 8)) != 0)
         .collect()
+}
+
+/// A target's box from `look --json` (`[x, y, w, h]` in the picture's pixels, the space `act`
+/// takes), as the picture has it.
+pub fn picture_box(t: &serde_json::Value) -> (f64, f64, f64, f64) {
+    let b = |i: usize| t["box"][i].as_f64().expect("a box of four numbers");
+    (b(0), b(1), b(2), b(3))
+}
+
+/// A target's centre in the picture's pixels: what `act` takes as x/y.
+pub fn picture_centre(t: &serde_json::Value) -> (f64, f64) {
+    let (x, y, w, h) = picture_box(t);
+    (x + w / 2.0, y + h / 2.0)
+}
+
+/// A target's box from `look` (`look` the whole output), in the screen's pixels (for xdotool
+/// and for places measured on the screen), through the sizes `look` reports.
+pub fn screen_box(look: &serde_json::Value, t: &serde_json::Value) -> (i64, i64, i64, i64) {
+    let rx = look["capture"][0].as_f64().unwrap() / look["picture"][0].as_f64().unwrap();
+    let ry = look["capture"][1].as_f64().unwrap() / look["picture"][1].as_f64().unwrap();
+    let (x, y, w, h) = picture_box(t);
+    (
+        (x * rx).round() as i64,
+        (y * ry).round() as i64,
+        (w * rx).round() as i64,
+        (h * ry).round() as i64,
+    )
 }

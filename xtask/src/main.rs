@@ -70,6 +70,12 @@ const RUN_PKGS: &[&str] = &[
     "libatk-adaptor",
     "libgail-common",
     "featherpad",
+    // The widened task suite's other families: a VTE terminal, yad's dialogs, another GTK 3
+    // editor, and xmessage (Xaw) from the X utilities; GTK's dark theme comes with Adwaita.
+    "lxterminal",
+    "yad",
+    "l3afpad",
+    "x11-utils",
     // The virtual sound card: PulseAudio with null sinks; ALSA's `default` routed to it for cpal.
     "pulseaudio",
     "pulseaudio-utils",
@@ -636,15 +642,10 @@ fn demo() -> Result<()> {
         .as_array()
         .and_then(|ts| ts.iter().find(|t| t["text"] == "5"))
         .context("xcalc's \"5\" key was not found on screen")?;
-    let b = &five["box"];
-    let f = |k: &str| b[k].as_f64().unwrap_or(0.0);
-    // Model-picture pixels: the 1920x1080 screen is shown to the model at 1280x720.
-    let (x, y) = (
-        (f("x") + f("w") / 2.0) * 2.0 / 3.0,
-        (f("y") + f("h") / 2.0) * 2.0 / 3.0,
-    );
+    // The batch names look's observation and its target, as a model names them.
     let click = format!(
-        r#"{{"actions":[{{"action":"click","x":{x:.1},"y":{y:.1}}}],"expect":{{"appears":"5"}}}}"#
+        r#"{{"observation_id":{},"actions":[{{"action":"click","target":{}}}],"expect":{{"appears":"5"}}}}"#,
+        look["observation_id"], five["id"]
     );
     println!("\n$ voxdesk act --mode auto '{click}'");
     let _ = rig
@@ -804,12 +805,9 @@ fn form_demo(rig: &Rig, bin: &Path, out: &Path) -> Result<bool> {
         println!("the Full name field is not a target");
         return Ok(false);
     };
-    let b = &name["box"];
-    let f = |k: &str| b[k].as_f64().unwrap_or(0.0);
-    let (x, y) = (
-        (f("x") + f("w") / 2.0) * 2.0 / 3.0,
-        (f("y") + f("h") / 2.0) * 2.0 / 3.0,
-    );
+    // x/y in the picture's pixels, as `look` gives the boxes (the space `act` takes).
+    let f = |i: usize| name["box"][i].as_f64().unwrap_or(0.0);
+    let (x, y) = (f(0) + f(2) / 2.0, f(1) + f(3) / 2.0);
     let batch = format!(
         r#"{{"actions":[{{"action":"click","x":{x:.1},"y":{y:.1}}},{{"action":"type","text":"Zoë Ångström"}}],"expect":{{"appears":"Zoë Ångström"}}}}"#
     );

@@ -48,6 +48,16 @@ impl Desk {
     /// A batch about to be judged against `obs`, with its result so far: nothing ran yet.
     pub(crate) fn pending(&mut self, obs: Observation, batch: &Batch, plan_ms: f64) -> Pending {
         let mut batch = batch.clone();
+        // A scroll is meant to move something: with nothing else expected, one that moved
+        // nothing is a failure that says so, never "unverified".
+        if batch.expect.is_empty()
+            && batch
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::Scroll { .. }))
+        {
+            batch.expect.changes = true;
+        }
         let named = batch
             .observation_id
             .get_or_insert_with(|| obs.id.clone())
@@ -114,6 +124,7 @@ impl Desk {
                 .as_ref()
                 .map(|t| &t.dialogs[..])
                 .unwrap_or(&[]),
+            terminal: tree_terminal(&p.obs),
         };
         let rails = &self.settings.rails;
         // The same batch again, right after it ran and could not be confirmed, with no look in
@@ -290,6 +301,8 @@ impl Desk {
                 None => verdict.name().into(),
             },
         });
+        let mut after = after;
+        self.current_title(&mut after);
         let view = self.view_of(&after);
         self.observed(&view);
         p.result.after = Some(view);
@@ -346,6 +359,19 @@ impl Desk {
                 p.result.changed |= changed_since(&p.obs, &again, changed);
                 verdict = judge(&again, p.result.changed, &self.typed);
                 after = again;
+            }
+        }
+        if let Verdict::Failed {
+            reason,
+            no_change: true,
+        } = &mut verdict
+        {
+            if p.batch
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::Scroll { .. }))
+            {
+                reason.push_str(": the scroll moved nothing (nothing under it scrolls, or it is already at the end)");
             }
         }
         let texts = !expect.appears.is_empty() || !expect.shows.is_empty();
@@ -430,6 +456,31 @@ impl Desk {
                     r.x, r.y, r.w, r.h
                 ));
             }
+        }
+        // A double-click opens something: when all it changed is how the clicked item is drawn
+        // (selected), with the same texts on screen and no window opened, nothing opened (the
+        // program may have died on start, or still be loading): not "verified".
+        let only_changes = expect.changes
+            && expect.appears.is_empty()
+            && expect.shows.is_empty()
+            && expect.disappears.is_empty();
+        let opens = p
+            .batch
+            .actions
+            .iter()
+            .any(|a| matches!(a, Action::DoubleClick { .. }));
+        if only_changes
+            && opens
+            && matches!(verdict, Verdict::Verified(_))
+            && p.result.opened.is_empty()
+            && same_texts(before, &after.perception.targets)
+        {
+            verdict = Verdict::Unconfirmed(
+                "only the clicked item's look changed: the same text is on screen and no window \
+                 opened (the program may have failed to start, or be still loading): look again \
+                 before doing it again"
+                    .into(),
+            );
         }
         p.result.verdict = verdict;
         after
@@ -539,7 +590,22 @@ impl Desk {
         shot: Option<&str>,
         vshot: Option<&str>,
     ) -> Option<usize> {
-        let (picture, focus) = focus_of(&p.obs, &p.clicks);
+        // Only clicks that happened (or, in observe mode or refused, would have): a click cut
+        // by a stop, skipped after a failure or failed itself clicked nothing.
+        let clicks: Vec<[f64; 2]> = p
+            .clicks
+            .iter()
+            .filter(|(i, _)| {
+                p.result.actions.get(*i).is_none_or(|a| {
+                    matches!(
+                        a.outcome,
+                        tool::Outcome::Done | tool::Outcome::WouldRun | tool::Outcome::NotRun
+                    )
+                })
+            })
+            .map(|(_, c)| *c)
+            .collect();
+        let (picture, focus) = focus_of(&p.obs, &clicks);
         let index = self.recorder.as_ref()?.record.steps.len() + 1;
         let times = p.times.clone();
         let mut step = StepRecord {
@@ -552,7 +618,7 @@ impl Desk {
             timings_ms: times.clone(),
             screenshot: shot.map(String::from),
             verify_screenshot: vshot.map(String::from),
-            click_points: p.clicks.clone(),
+            click_points: clicks,
             plan: p.plan.clone(),
             picture: Some(picture),
             focus,
@@ -603,20 +669,32 @@ fn outcomes(
         .collect()
 }
 
-/// Where the batch's clicks land, in model-picture pixels (for the report).
-fn click_points(checked: &Checked, m: &Mapping) -> Vec<[f64; 2]> {
+/// Where the batch's clicks land, in model-picture pixels (for the report), each with the
+/// index of its action.
+fn click_points(checked: &Checked, m: &Mapping) -> Vec<(usize, [f64; 2])> {
     checked
         .steps()
         .iter()
-        .filter_map(|st| match st {
+        .enumerate()
+        .filter_map(|(i, st)| match st {
             Step::Click { at, .. } => m
                 .logical_to_capture(*at)
                 .ok()
                 .map(|c| m.capture_to_image(c))
-                .map(|p| [p.x, p.y]),
+                .map(|p| (i, [p.x, p.y])),
             _ => None,
         })
         .collect()
+}
+
+/// The same texts on screen, each as often (ids and places aside).
+fn same_texts(before: &[Target], after: &[Target]) -> bool {
+    let texts = |ts: &[Target]| {
+        let mut v: Vec<String> = ts.iter().map(|t| t.text.trim().to_lowercase()).collect();
+        v.sort();
+        v
+    };
+    texts(before) == texts(after)
 }
 
 /// Texts on screen after that the screen before did not have.
@@ -706,6 +784,8 @@ mod tests {
         tree: Option<voxdesk_core::semantic::Tree>,
         /// Bumped whenever the screen changes: the fake frame's pixels.
         version: u8,
+        /// The hands are stopped before this step (the emergency stop during a batch).
+        stop_at: Option<usize>,
     }
 
     type Shared = Arc<Mutex<World>>;
@@ -765,10 +845,17 @@ mod tests {
             let (tx, rx) = mpsc::channel();
             let mut w = self.0.lock().unwrap();
             for (i, s) in batch.steps().iter().enumerate() {
-                w.sent.push(s.to_string());
+                let stopped = w.stop_at.is_some_and(|at| i >= at);
+                if !stopped {
+                    w.sent.push(s.to_string());
+                }
                 let _ = tx.send(StepReport {
                     index: i,
-                    outcome: Outcome::Done,
+                    outcome: if stopped {
+                        Outcome::Stopped
+                    } else {
+                        Outcome::Done
+                    },
                     took: Duration::ZERO,
                 });
             }
@@ -882,6 +969,25 @@ mod tests {
 
     fn calculator() -> Vec<Target> {
         vec![target(1, "7", 100), target(2, "8", 200)]
+    }
+
+    #[test]
+    fn a_yes_in_auto_mode_runs_the_drag_it_was_asked_for() {
+        for (yes, status, sent) in [(true, ActStatus::Ran, 1), (false, ActStatus::Declined, 0)] {
+            let mut r = rig(
+                Mode::Auto,
+                yes,
+                calculator(),
+                vec![vec![target(2, "8", 200)]],
+            );
+            let id = r.observe();
+            let res = r.act(&format!(
+                r#"{{"observation_id":"{id}","actions":[{{"action":"drag","from":{{"target":1}},"to":{{"target":2}}}}]}}"#
+            ));
+            assert_eq!(res.status, status, "{:?}", res.refusal);
+            assert_eq!(*r.asked.lock().unwrap(), 1, "the drag is asked about once");
+            assert_eq!(r.sent().len(), sent);
+        }
     }
 
     #[test]
@@ -1037,5 +1143,82 @@ mod tests {
             "{:?}",
             res.verdict
         );
+    }
+
+    #[test]
+    fn a_scroll_that_moved_nothing_says_so_and_one_that_moved_is_verified() {
+        let scroll = r#""actions":[{"action":"scroll","direction":"down","amount":5}]"#;
+        let mut r = rig(Mode::Auto, true, calculator(), vec![]);
+        let id = r.observe();
+        let res = r.act(&format!(r#"{{"observation_id":"{id}",{scroll}}}"#));
+        match &res.verdict {
+            Verdict::Failed {
+                no_change: true,
+                reason,
+            } => {
+                assert!(reason.contains("the scroll moved nothing"), "{reason}")
+            }
+            v => panic!("{v:?}"),
+        }
+        let mut r = rig(
+            Mode::Auto,
+            true,
+            calculator(),
+            vec![vec![target(3, "9", 300)]],
+        );
+        let id = r.observe();
+        let res = r.act(&format!(r#"{{"observation_id":"{id}",{scroll}}}"#));
+        assert_eq!(res.verdict.name(), "verified", "{:?}", res.verdict);
+    }
+
+    #[test]
+    fn a_click_cut_by_a_stop_is_not_recorded_as_clicked() {
+        let mut r = rig(Mode::Auto, true, calculator(), vec![]);
+        r.world.lock().unwrap().stop_at = Some(1);
+        let id = r.observe();
+        let res = r.act(&format!(
+            r#"{{"observation_id":"{id}","actions":[{{"action":"click","target":1}},{{"action":"click","target":2}}]}}"#
+        ));
+        let outcomes: Vec<_> = res.actions.iter().map(|a| a.outcome).collect();
+        assert_eq!(outcomes, [tool::Outcome::Done, tool::Outcome::Stopped]);
+        assert_eq!(r.sent().len(), 1);
+        let rec = r.desk.record().unwrap();
+        let step = rec.steps.last().unwrap();
+        assert_eq!(
+            step.click_points.len(),
+            1,
+            "only the click that ran: {:?}",
+            step.click_points
+        );
+        // The one that ran is the first target's (x 100..160 in capture, picture = capture here).
+        assert!(
+            (100.0..160.0).contains(&step.click_points[0][0]),
+            "{:?}",
+            step.click_points
+        );
+    }
+
+    #[test]
+    fn a_double_click_that_opened_nothing_is_not_verified() {
+        // Only the item's look changed (the frame did, the texts did not), no window: unconfirmed.
+        let same = calculator();
+        let mut r = rig(Mode::Auto, true, calculator(), vec![same]);
+        let id = r.observe();
+        let res = r.act(&format!(
+            r#"{{"observation_id":"{id}","actions":[{{"action":"double_click","target":1}}],"expect":{{"changes":true}}}}"#
+        ));
+        assert_eq!(res.verdict.name(), "unconfirmed", "{:?}", res.verdict);
+        // It opened a folder: new texts on screen, verified.
+        let mut r = rig(
+            Mode::Auto,
+            true,
+            calculator(),
+            vec![vec![target(5, "invoice.pdf", 100)]],
+        );
+        let id = r.observe();
+        let res = r.act(&format!(
+            r#"{{"observation_id":"{id}","actions":[{{"action":"double_click","target":1}}],"expect":{{"changes":true}}}}"#
+        ));
+        assert_eq!(res.verdict.name(), "verified", "{:?}", res.verdict);
     }
 }

@@ -4,7 +4,7 @@ use voxdesk_a11y::{Limits, Reader};
 use voxdesk_core::config::Settings;
 use voxdesk_core::geometry::Rect;
 use voxdesk_perception::engine::{self, EngineError};
-use voxdesk_perception::{Perceiver, Perception};
+use voxdesk_perception::{Perceiver, Perception, Target};
 use voxdesk_screen::capture::{self, CaptureError, Capturer, FocusedWindow};
 use voxdesk_screen::desktop::{Shown, Windows};
 use voxdesk_screen::frame::Frame;
@@ -41,6 +41,9 @@ pub trait Eyes {
     fn focused(&mut self) -> Option<FocusedWindow>;
     /// The windows shown (a menu or dialog that opened), when they can be listed.
     fn windows(&self) -> Option<Vec<Shown>>;
+    /// Take `targets` as the last observation's (`voxdesk look`'s, from another process), so
+    /// the next perception keeps their ids for the same controls.
+    fn adopt(&mut self, _targets: Vec<Target>) {}
 }
 
 /// The real screen: capture (xcap), perception (the OCR engines and their cache) and the
@@ -173,5 +176,8 @@ impl Eyes for ScreenEyes {
 
     fn windows(&self) -> Option<Vec<Shown>> {
         self.windows.as_ref().and_then(|w| w.list().ok())
+    }
+    fn adopt(&mut self, targets: Vec<Target>) {
+        self.perceiver.adopt(targets);
     }
 }

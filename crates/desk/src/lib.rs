@@ -9,6 +9,7 @@
 mod act;
 pub mod confirm;
 pub mod eyes;
+pub mod handoff;
 pub mod hands;
 mod lines;
 pub mod observation;
@@ -34,6 +35,7 @@ use voxdesk_record::session::{PhaseTimes, RailsVerdict, Recorder, Status, StepRe
 use voxdesk_safety::confirm::ask as ask_yes;
 use voxdesk_safety::rails::{self, Checked, Decision, Refusal, Screen, Step};
 use voxdesk_screen as screen;
+use voxdesk_screen::capture::FocusedWindow;
 use voxdesk_screen::desktop::{self, Shown};
 use voxdesk_screen::frame::Frame;
 use voxdesk_screen::picture::{self, PictureConfig};
@@ -52,7 +54,7 @@ use verify::{overlay, repeatable, typed_at, verify, Evidence, Verdict};
 const PASSWORD_RULE: &str = "password-field";
 
 /// The version of the tool contract recorded in every session.
-pub const PROMPT_VERSION: &str = "tools.v3+packet.v3";
+pub const PROMPT_VERSION: &str = "tools.v4+packet.v4";
 /// Settling: look every this often until two frames in a row are identical…
 const SETTLE_EVERY: Duration = Duration::from_millis(60);
 /// …but never longer than this (an animation never settles).
@@ -141,8 +143,8 @@ struct Pending {
     plan: String,
     result: ActResult,
     times: PhaseTimes,
-    /// Where its clicks land, in model-picture pixels.
-    clicks: Vec<[f64; 2]>,
+    /// Where its clicks land, in model-picture pixels, with the index of the action each is.
+    clicks: Vec<(usize, [f64; 2])>,
     /// Its step number in the record, were it recorded now.
     index: usize,
 }
@@ -429,6 +431,12 @@ impl Desk {
         v
     }
 
+    /// Take `targets` (another process's observation, `voxdesk look`'s) as the last one seen,
+    /// so the next observation keeps their ids for the same controls.
+    pub fn adopt(&mut self, targets: Vec<voxdesk_perception::Target>) {
+        self.eyes.adopt(targets);
+    }
+
     pub fn mode(&self) -> Mode {
         self.settings.rails.mode
     }
@@ -489,6 +497,7 @@ impl Desk {
                 .as_ref()
                 .map(|t| &t.dialogs[..])
                 .unwrap_or(&[]),
+            terminal: tree_terminal(obs),
         };
         let refused = rails::check(
             batch,
@@ -524,9 +533,23 @@ impl Desk {
 
     /// Is the focused app of `obs` a terminal (the rails' list)?
     fn in_terminal(&self, obs: &Observation) -> bool {
-        obs.app
-            .as_deref()
-            .is_some_and(|app| self.settings.rails.is_terminal(app))
+        tree_terminal(obs)
+            || obs
+                .app
+                .as_deref()
+                .is_some_and(|app| self.settings.rails.is_terminal(app))
+    }
+
+    /// The title `obs`'s window has now: a page retitles its window when it finished loading,
+    /// after the screen settled, and the act result must not report the old one. Only the same
+    /// window's (a window that took focus since is the next observation's business).
+    fn current_title(&mut self, obs: &mut Observation) {
+        if let Some(w) = self.eyes.focused() {
+            let key = window_key(&w);
+            if key.is_some() && key == obs.window {
+                obs.title = Some(w.title).filter(|t| !t.is_empty());
+            }
+        }
     }
 
     /// Capture and perceive one frame (`full`: read every label, not only changed tiles).
@@ -543,9 +566,8 @@ impl Desk {
         let (app, title, window, window_rect) = match focused {
             Some(w) => (
                 Some(w.app.clone()),
-                Some(w.title).filter(|t| !t.is_empty()),
-                // X reuses window ids once a client has gone: the process tells two apart.
-                w.id.map(|id| format!("{}#{id:x}#{}", w.app, w.pid.unwrap_or(0))),
+                Some(w.title.clone()).filter(|t| !t.is_empty()),
+                window_key(&w),
                 w.rect
                     .map(|(x, y, ww, hh)| Rect::new(x, y, ww as i32, hh as i32)),
             ),
@@ -715,6 +737,7 @@ impl Host for Desk {
             window: None,
             popups: &[],
             dialogs: &[],
+            terminal: tree_terminal(&obs),
         };
         self.focus = None;
         let rails = &self.settings.rails;
@@ -904,4 +927,24 @@ fn popups_of(obs: &Observation) -> Vec<Rect> {
         .filter(|w| w.popup)
         .map(|w| Rect::new(w.x, w.y, w.w as i32, w.h as i32))
         .collect()
+}
+
+/// A window told apart from every other: X reuses window ids once a client has gone, so the
+/// process and the app name go with it.
+fn window_key(w: &FocusedWindow) -> Option<String> {
+    w.id.map(|id| format!("{}#{id:x}#{}", w.app, w.pid.unwrap_or(0)))
+}
+
+/// Does `obs`'s accessibility tree show a terminal widget with the keyboard (or the only one
+/// there is)? Its keys reach a shell whatever the window's class is called.
+pub(crate) fn tree_terminal(obs: &Observation) -> bool {
+    use voxdesk_core::semantic::{Role, State};
+    obs.perception.tree.as_ref().is_some_and(|t| {
+        let terms: Vec<_> = t
+            .nodes
+            .iter()
+            .filter(|n| n.role == Role::TERMINAL)
+            .collect();
+        terms.iter().any(|n| n.states.has(State::FOCUSED)) || terms.len() == 1
+    })
 }

@@ -62,29 +62,6 @@ pub struct OcrDto {
     pub timings_ms: serde_json::Map<String, serde_json::Value>,
 }
 
-/// `voxdesk look --json`: the `ocr` object plus where it came from.
-#[derive(Debug, Serialize)]
-pub struct LookDto {
-    pub observation_id: String,
-    /// WM_CLASS of the focused window, null when nothing has focus.
-    pub app: Option<String>,
-    pub window_title: Option<String>,
-    /// Capture pixels per logical unit, measured.
-    pub scale: f64,
-    pub monitor: MonitorDto,
-    #[serde(flatten)]
-    pub ocr: OcrDto,
-}
-
-#[derive(Debug, Serialize)]
-pub struct MonitorDto {
-    pub name: String,
-    pub x: i32,
-    pub y: i32,
-    pub width: u32,
-    pub height: u32,
-}
-
 /// Timings as a JSON object of rounded milliseconds, with any extra phases first.
 pub fn timings(
     p: &Perception,

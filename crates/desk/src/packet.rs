@@ -2,8 +2,8 @@
 
 use voxdesk_perception::Target;
 
-pub const PACKET_TEMPLATE: &str = include_str!("../../../prompts/packet.v3.md");
-pub const PACKET_VERSION: &str = "packet.v3";
+pub const PACKET_TEMPLATE: &str = include_str!("../../../prompts/packet.v4.md");
+pub const PACKET_VERSION: &str = "packet.v4";
 
 /// One past step as the planner sees it.
 pub struct PastStep {
@@ -115,7 +115,7 @@ mod tests {
             picture: (1280, 720),
             targets: &ts,
         });
-        assert!(out.starts_with("<!-- voxdesk perception packet, version packet.v3 -->"));
+        assert!(out.starts_with("<!-- voxdesk perception packet, version packet.v4 -->"));
         assert_eq!(
             out.matches("</untrusted-screen-text>").count(),
             1,

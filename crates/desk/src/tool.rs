@@ -10,7 +10,25 @@ use voxdesk_safety::rails::Refusal;
 use super::verify::Verdict;
 
 /// The tool schema every driver is given (versioned; the version goes into session records).
-pub const TOOLS_JSON: &str = include_str!("../../../prompts/tools.v3.json");
+pub const TOOLS_JSON: &str = include_str!("../../../prompts/tools.v4.json");
+
+/// The tool schema as a model is given it: [`TOOLS_JSON`] with the act tool's batch limit set to
+/// the rails' `max_actions` (clamped to the ceiling the rails enforce), in its words and in
+/// `maxItems` alike, so the schema, its description and the rails say one number.
+pub fn tools(max_actions: u32) -> Value {
+    let n = max_actions.clamp(1, voxdesk_core::config::MAX_ACTIONS_CEILING);
+    let mut v: Value =
+        serde_json::from_str(TOOLS_JSON).expect("the tool schema is valid JSON (tested)");
+    for t in v["tools"].as_array_mut().into_iter().flatten() {
+        if t["name"] == "act" {
+            t["parameters"]["properties"]["actions"]["maxItems"] = Value::from(n);
+        }
+        if let Some(d) = t["description"].as_str() {
+            t["description"] = Value::from(d.replace("{max_actions}", &n.to_string()));
+        }
+    }
+    v
+}
 
 /// A decoded tool call.
 #[derive(Debug, Clone, PartialEq)]
@@ -423,7 +441,24 @@ mod tests {
             .map(|t| t["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, ["observe", "act", "done"]);
-        assert_eq!(v["version"], "tools.v3");
+        assert_eq!(v["version"], "tools.v4");
+    }
+
+    #[test]
+    fn the_schema_says_the_rails_batch_limit_in_words_and_in_max_items() {
+        for (setting, n) in [(10, 10), (5, 5), (20, 20), (50, 20), (0, 1)] {
+            let v = tools(setting);
+            let act = v["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == "act")
+                .unwrap();
+            assert_eq!(act["parameters"]["properties"]["actions"]["maxItems"], n);
+            let d = act["description"].as_str().unwrap();
+            assert!(d.contains(&format!("at most {n} actions")), "{d}");
+            assert!(!v.to_string().contains("{max_actions}"));
+        }
     }
 
     #[test]

@@ -108,10 +108,21 @@ pub fn verify(expect: &Expect, ev: &Evidence) -> Verdict {
             None => wanted.push((l, 1)),
         }
     }
+    // A target reading exactly the text, more of them than before, is the text appearing,
+    // however OCR joined the lines around it (the result's `appeared` lists it: never call
+    // absent what the same result says appeared).
+    let exact = |text: &str, ts: &[Target]| {
+        let want = norm(text);
+        ts.iter().filter(|t| norm(&t.text) == want).count()
+    };
     for (a, times) in wanted {
         let (n0, hits) = (count(a, &before), occurrences(a, &after, &[]));
         if hits.len() >= n0 + times {
             ok.push(format!("{a:?} appeared{}", place(&hits, a)));
+            continue;
+        }
+        if exact(a, ev.after) >= exact(a, ev.before) + times {
+            ok.push(format!("{a:?} appeared"));
             continue;
         }
         return miss(match (n0, hits.len()) {
@@ -159,6 +170,14 @@ pub fn verify(expect: &Expect, ev: &Evidence) -> Verdict {
 }
 
 /// A field's value as the tree reads it, by accessible object.
+/// Text as compared whole: words separated by one space, lower case.
+fn norm(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
 fn values(targets: &[Target]) -> Vec<(&str, &Target, &str)> {
     targets
         .iter()
@@ -521,6 +540,39 @@ mod tests {
                 no_change: true
             }
         );
+    }
+
+    #[test]
+    fn nothing_a_result_lists_as_appeared_is_called_absent() {
+        // Typed once without newlines (an old line "milkeggsbread"), then line by line after
+        // it: each line is a target of its own that was not there, whatever the runs join.
+        let at = |s: &str, x, y| Target {
+            id: y as u32 + x as u32,
+            text: s.into(),
+            rect: Rect::new(x, y, 8 * s.len() as i32, 16),
+            conf: 0.9,
+            new: false,
+            ax: None,
+        };
+        let before = vec![at("milkeggsbread", 0, 0)];
+        for after in [
+            vec![
+                at("milkeggsbread", 0, 0),
+                at("milk", 0, 18),
+                at("eggs", 0, 36),
+                at("bread", 0, 54),
+            ],
+            // The old line scrolled up out of the editor's view.
+            vec![at("milk", 0, 18), at("eggs", 0, 36), at("bread", 0, 54)],
+        ] {
+            let e = ex(&["milk\neggs\nbread"], &[], false);
+            let v = judge(&e, &before, &after, true);
+            assert_eq!(v.name(), "verified", "{v:?}");
+        }
+        // The same word elsewhere, none more of it: still not the effect.
+        let other = vec![at("milkeggsbread", 0, 0), at("Loading", 0, 18)];
+        let v = judge(&ex(&["bread"], &[], false), &before, &other, true);
+        assert_eq!(v.name(), "unconfirmed", "{v:?}");
     }
 
     #[test]

@@ -21,6 +21,32 @@ use voxdesk_safety::rails::{Approved, Button, Step};
 /// Longest stretch the actuator goes without looking at the stop latch.
 const SLICE: Duration = Duration::from_millis(5);
 
+/// How long an application gets to take in typed text before a key that acts on it (Return,
+/// Tab): GTK's file chooser completes a typed path as it arrives, and a Return sent 2.5 ms after
+/// the path was swallowed by the completion (nothing was saved).
+const TEXT_SETTLES: Duration = Duration::from_millis(150);
+
+/// Does this press act on the text before it (run it, submit it, leave the field)?
+fn acts_on_text(p: &Press) -> bool {
+    [keys::RETURN, keys::KP_ENTER, keys::TAB, keys::ISO_LEFT_TAB].contains(&p.keysym)
+}
+
+/// The pause before `next` (the whole step's first press) after `prev`: the rate limit, and at
+/// least [`TEXT_SETTLES`] when typed text is followed by a key that acts on it.
+fn gap(prev: Option<&Step>, next: &Step, rate_limit: Duration) -> Duration {
+    let typed = matches!(prev, Some(Step::Type { presses, .. }) if presses.last().is_some_and(|p| !acts_on_text(p)));
+    let acting = match next {
+        Step::Key { press, .. } => acts_on_text(press),
+        Step::Type { presses, .. } => presses.first().is_some_and(acts_on_text),
+        _ => false,
+    };
+    if typed && acting {
+        rate_limit.max(TEXT_SETTLES)
+    } else {
+        rate_limit
+    }
+}
+
 /// What happened to one step.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -160,7 +186,7 @@ fn worker(mut e: Enigo, jobs: Receiver<Job>, latch: Arc<StopLatch>) {
         for (i, step) in batch.steps().iter().enumerate() {
             if i > 0 {
                 // A stop during the pause shows up as the latch below.
-                pause(rate_limit, &latch);
+                pause(gap(batch.steps().get(i - 1), step, rate_limit), &latch);
             }
             let t = Instant::now();
             let outcome = if latch.is_stopped() {
@@ -280,9 +306,17 @@ fn execute(e: &mut Enigo, step: &Step, latch: &StopLatch, held: &mut Held) -> Ou
                 Ok(true)
             }
             Step::Type { presses, .. } => {
-                // One key at a time: the stop latch is checked between keystrokes.
-                for p in presses {
+                // One key at a time: the stop latch is checked between keystrokes; a Return or
+                // Tab after text waits for the text to settle.
+                for (k, p) in presses.iter().enumerate() {
                     if latch.is_stopped() {
+                        return Ok(false);
+                    }
+                    if k > 0
+                        && acts_on_text(p)
+                        && !acts_on_text(&presses[k - 1])
+                        && !pause(TEXT_SETTLES, latch)
+                    {
                         return Ok(false);
                     }
                     send(e, *p, held)?;
@@ -349,6 +383,39 @@ fn execute(e: &mut Enigo, step: &Step, latch: &StopLatch, held: &mut Held) -> Ou
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_that_acts_on_typed_text_waits_for_it_to_settle() {
+        let rate = Duration::from_millis(20);
+        let ty = |t: &str| Step::Type {
+            text: t.into(),
+            presses: keys::lower_text(t).unwrap(),
+        };
+        let key = |c: &str| Step::Key {
+            combo: voxdesk_core::action::parse_combo(c).unwrap(),
+            press: keys::lower_combo(&voxdesk_core::action::parse_combo(c).unwrap()).unwrap(),
+        };
+        let table = [
+            (Some(ty("/tmp/out.txt")), key("enter"), TEXT_SETTLES),
+            (Some(ty("name")), key("tab"), TEXT_SETTLES),
+            (Some(ty("name")), ty("\n"), TEXT_SETTLES),
+            (Some(ty("name\n")), key("enter"), rate),
+            (Some(ty("name")), key("ctrl+a"), rate),
+            (Some(key("ctrl+a")), key("enter"), rate),
+            (None, key("enter"), rate),
+        ];
+        for (prev, next, want) in table {
+            assert_eq!(
+                gap(prev.as_ref(), &next, rate),
+                want,
+                "{prev:?} then {next:?}"
+            );
+        }
+        assert_eq!(
+            gap(Some(&ty("x")), &key("enter"), Duration::from_secs(1)),
+            Duration::from_secs(1)
+        );
+    }
 
     /// What the rails judged is what is sent: for every spelling of a key and every typed
     /// text, the keys given to enigo are the judged presses' keysyms with their modifiers held.

@@ -108,6 +108,19 @@ impl Perceiver {
         self.cache.clear();
     }
 
+    /// Take `targets` (another process's observation of the same screen, `voxdesk look`'s) as
+    /// the last observation's: the next pass reads everything and gives a target the id it had
+    /// there while it is the same control, or the same text at about the same place.
+    pub fn adopt(&mut self, targets: Vec<Target>) {
+        if let Some(max) = targets.iter().map(|t| t.id).max() {
+            self.tracker.reserve(max);
+        }
+        self.targets = targets;
+        self.labels.clear();
+        self.prev = None;
+        self.fused_with = None;
+    }
+
     /// The targets of the last perception.
     pub fn targets(&self) -> &[Target] {
         &self.targets

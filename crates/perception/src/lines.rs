@@ -9,6 +9,8 @@
 //! The heuristics, each for a kind of screen text it was found on:
 //! - Rings and pill ends around text are outlines, not glyphs; a faint stroke taller than the
 //!   letters is a button's border.
+//! - A vertical rule reaching well above and below the text between two pieces of it is a
+//!   separator, however narrow the gap: two keys of a keypad, two cells, a label and its field.
 //! - A monospace line, its runs on one character grid shared with the lines around it, is one box
 //!   whatever its spaces.
 //! - The end specks of a flat stroke are joined into a bar; bars and dots are clustered into flat
@@ -75,8 +77,8 @@ pub fn find_lines(rgba: &[u8], width: u32, height: u32, region: Rect) -> Vec<Lin
     if region.is_empty() || region.w < 2 {
         return Vec::new();
     }
-    let blobs = edge_blobs(rgba, width as usize, region);
-    let mut lines = group_blobs(blobs.clone(), |b| {
+    let (blobs, rules) = edge_blobs(rgba, width as usize, region);
+    let mut lines = group_blobs(blobs.clone(), &rules, |b| {
         faint(rgba, width as usize, height as usize, b)
     });
     lines.extend(flat_glyphs(rgba, width as usize, &blobs, &lines));
@@ -214,8 +216,11 @@ fn is_pi(rgba: &[u8], width: usize, height: usize, r: &Rect) -> bool {
 /// from joining its border, and a grid of buttons from becoming one tall blob.
 const RULE_RUN: usize = 23;
 
-fn erase_vertical_rules(mask: &mut [bool], w: usize, h: usize) {
+/// Erase them, and say where they were (region coordinates, one column wide each): a rule
+/// between two pieces of text is a separator, whatever the gap (two keys of a keypad, two cells).
+fn erase_vertical_rules(mask: &mut [bool], w: usize, h: usize) -> Vec<Blob> {
     let mut ends: Vec<(usize, usize)> = Vec::new();
+    let mut rules = Vec::new();
     for x in 0..w {
         let mut y = 0;
         while y < h {
@@ -233,6 +238,12 @@ fn erase_vertical_rules(mask: &mut [bool], w: usize, h: usize) {
                 }
                 ends.push((x, start));
                 ends.push((x, y - 1));
+                rules.push(Blob {
+                    x0: x as i32,
+                    y0: start as i32,
+                    x1: x as i32 + 1,
+                    y1: y as i32,
+                });
             }
         }
     }
@@ -245,6 +256,18 @@ fn erase_vertical_rules(mask: &mut [bool], w: usize, h: usize) {
             }
         }
     }
+    rules
+}
+
+/// Does a rule stand between a label ending at `x0` and a blob starting at `x1`, reaching
+/// clearly above and below the text of both (`y0..y1`)? Then they are two widgets (two keys, two
+/// cells, a label and its field), however close. A text caret is about as tall as its line and
+/// is not one.
+fn fenced(x0: i32, x1: i32, y0: i32, y1: i32, rules: &[Blob]) -> bool {
+    let m = ((y1 - y0) / 4).max(2);
+    rules
+        .iter()
+        .any(|r| r.x0 >= x0 - 1 && r.x0 <= x1 && r.y0 <= y0 - m && r.y1 >= y1 + m)
 }
 
 /// Specks this close (capture pixels, horizontally and vertically) are one flat glyph.
@@ -480,7 +503,7 @@ fn flat_glyph_shape(parts: &[Blob]) -> Option<char> {
 const CORNER: usize = 7;
 
 /// Connected components of stroke runs, via union-find over runs of adjacent rows.
-fn edge_blobs(rgba: &[u8], width: usize, region: Rect) -> Vec<Blob> {
+fn edge_blobs(rgba: &[u8], width: usize, region: Rect) -> (Vec<Blob>, Vec<Blob>) {
     let (rx, ry, rw, rh) = (
         region.x as usize,
         region.y as usize,
@@ -505,7 +528,15 @@ fn edge_blobs(rgba: &[u8], width: usize, region: Rect) -> Vec<Blob> {
                 >= EDGE_THRESHOLD;
         }
     }
-    erase_vertical_rules(&mut mask, rw, rh);
+    let rules: Vec<Blob> = erase_vertical_rules(&mut mask, rw, rh)
+        .into_iter()
+        .map(|r| Blob {
+            x0: r.x0 + rx as i32,
+            y0: r.y0 + ry as i32,
+            x1: r.x1 + rx as i32,
+            y1: r.y1 + ry as i32,
+        })
+        .collect();
     for y in 0..rh {
         row_start.push(runs.len());
         let edge = &mask[y * rw..(y + 1) * rw];
@@ -590,7 +621,7 @@ fn edge_blobs(rgba: &[u8], width: usize, region: Rect) -> Vec<Blob> {
             }
         }
     }
-    blobs
+    (blobs, rules)
 }
 
 /// A blob that is a vertical rule (a border, a separator, the rounded end of a filled button or
@@ -1034,7 +1065,11 @@ fn drop_containers(blobs: &mut Vec<Blob>) {
 
 /// Chain blobs left to right into labels (first pass: same baseline band, gap below a word space),
 /// then split each chain at rules and at gaps measured against its own letters (second pass).
-fn group_blobs(mut blobs: Vec<Blob>, faint: impl Fn(&Blob) -> bool) -> Vec<LineBox> {
+fn group_blobs(
+    mut blobs: Vec<Blob>,
+    rules: &[Blob],
+    faint: impl Fn(&Blob) -> bool,
+) -> Vec<LineBox> {
     blobs.retain(|b| b.h() <= MAX_TEXT_HEIGHT && b.w() <= 8 * MAX_TEXT_HEIGHT);
     blobs.sort_by_key(|b| (b.x0, b.y0));
     drop_containers(&mut blobs);
@@ -1074,6 +1109,7 @@ fn group_blobs(mut blobs: Vec<Blob>, faint: impl Fn(&Blob) -> bool) -> Vec<LineB
             if ov >= need.max(1)
                 && size_ok
                 && (gap as f64) <= CHAIN_GAP * o.core_h as f64 + 1.0
+                && !fenced(o.x1, b.x0, o.y0.min(b.y0), o.y1.max(b.y1), rules)
                 && best.is_none_or(|(bk, bo)| {
                     ov > bo
                         || (ov == bo && b.h() < MIN_SEED_HEIGHT && o.core_h * 3 <= open[bk].core_h)
@@ -1560,6 +1596,41 @@ mod tests {
         let lines = find_lines(&px, 100, 40, Rect::new(0, 0, 100, 40));
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(lines[0].rect.x <= 23, "{lines:?}");
+    }
+
+    #[test]
+    fn a_drawn_border_between_two_keys_separates_them_whatever_the_gap() {
+        // Two keys of a keypad, their labels a word space apart (6 px), a 1 px border between
+        // them from the top of the keypad to its bottom: two labels. Without the border, one.
+        let prop = |x0: i32| {
+            let mut x = x0;
+            [7, 5, 6]
+                .iter()
+                .map(|&w| {
+                    let r = Rect::new(x, 20, w, 10);
+                    x += w + 2;
+                    r
+                })
+                .collect::<Vec<Rect>>()
+        };
+        let mut g = prop(10);
+        let end = g.last().unwrap().right();
+        g.extend(prop(end + 6));
+        let plain = canvas(120, 50, &g, [255; 3], [0; 3]);
+        assert_eq!(
+            find_lines(&plain, 120, 50, Rect::new(0, 0, 120, 50)).len(),
+            1
+        );
+        let mut with_border = g.clone();
+        with_border.push(Rect::new(end + 3, 2, 1, 46));
+        let px = canvas(120, 50, &with_border, [255; 3], [0; 3]);
+        let lines = find_lines(&px, 120, 50, Rect::new(0, 0, 120, 50));
+        let rects: Vec<Rect> = lines.iter().map(|l| l.rect).collect();
+        assert_eq!(rects.len(), 2, "{rects:?}");
+        assert!(
+            rects.iter().all(|r| r.right() <= end + 3 || r.x >= end + 4),
+            "{rects:?}"
+        );
     }
 
     #[test]

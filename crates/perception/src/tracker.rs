@@ -53,6 +53,11 @@ impl Tracker {
         Tracker { next_id: 1 }
     }
 
+    /// Never hand out `id` or any id below it again (targets adopted from another process).
+    pub fn reserve(&mut self, id: u32) {
+        self.next_id = self.next_id.max(id.saturating_add(1));
+    }
+
     /// Give `labels` ids, matching them against `prev` (the last observation's targets).
     pub fn assign(&mut self, prev: &[Target], labels: Vec<Label>) -> Vec<Target> {
         self.assign_items(

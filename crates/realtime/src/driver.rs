@@ -17,8 +17,8 @@ use voxdesk_record::events::Event;
 use voxdesk_record::session::Status;
 
 /// The system instruction every realtime session opens with.
-pub const INSTRUCTION: &str = include_str!("../../../prompts/realtime.v2.md");
-pub const INSTRUCTION_VERSION: &str = "realtime.v2";
+pub const INSTRUCTION: &str = include_str!("../../../prompts/realtime.v3.md");
+pub const INSTRUCTION_VERSION: &str = "realtime.v3";
 
 /// Where and how to connect, resolved from flags, environment and config.
 pub struct Spec {
@@ -30,6 +30,10 @@ pub struct Spec {
     pub stop_words: Vec<String>,
     /// How long an unreachable model is retried (the session's default: 60 s).
     pub give_up_after: Option<Duration>,
+    /// The rails' batch limit, said to the model in the act tool's schema.
+    pub max_actions: u32,
+    /// Said once when the session starts: the model runs on its provider's base profile.
+    pub warning: Option<String>,
 }
 
 /// Why a realtime session cannot start: one line naming the fix.
@@ -43,7 +47,8 @@ pub enum SpecError {
 
 impl Spec {
     /// Resolve the profile (the user's `models/` first, then the shipped ones), the endpoint
-    /// and the key. Nothing falls back to another model or provider. (Each argument is one
+    /// and the key. A model name no profile knows runs on its provider's base profile (with
+    /// `warning`); nothing falls back to another provider. (Each argument is one
     /// source the CLI and the tests fill separately; a struct of them would only be unpacked.)
     #[allow(clippy::too_many_arguments)]
     pub fn resolve(
@@ -56,7 +61,7 @@ impl Spec {
         measured: Option<(&std::path::Path, u64)>,
         api_version: Option<&str>,
     ) -> Result<Spec, SpecError> {
-        let mut profile = profile::find(user_models, provider, model)?;
+        let (mut profile, warning) = profile::find_or_base(user_models, provider, model)?;
         if let Some(v) = api_version {
             profile.api_version = v.to_string();
         }
@@ -81,6 +86,8 @@ impl Spec {
             key,
             stop_words: vec!["stop".into(), "cancel".into()],
             give_up_after: None,
+            max_actions: voxdesk_core::config::Settings::default().rails.max_actions,
+            warning,
         })
     }
 
@@ -89,6 +96,7 @@ impl Spec {
             model: self.model.clone(),
             voice: Some(self.profile.voice.clone()),
             instruction: INSTRUCTION.to_string(),
+            max_actions: self.max_actions,
         };
         match self.provider {
             Provider::Gemini => Box::new(GeminiWire::new(opening)),

@@ -57,6 +57,10 @@ pub fn spec(
         },
     )?;
     spec.stop_words = rt.stop_words.clone();
+    spec.max_actions = loaded.settings.rails.max_actions;
+    if let Some(w) = &spec.warning {
+        tracing::warn!("{w}");
+    }
     // How long an unreachable model is retried (`realtime.give_up_ms`; tests shorten it).
     if let Some(ms) = rt.give_up_ms {
         spec.give_up_after = Some(std::time::Duration::from_millis(ms));

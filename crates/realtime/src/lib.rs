@@ -19,11 +19,10 @@ pub mod wire;
 
 use serde_json::Value;
 
-/// The desk's tools (`prompts/tools.v3.json`) as (name, description, JSON Schema), for either
-/// provider's function declarations.
-pub fn desk_functions() -> Vec<(String, String, Value)> {
-    let v: Value = serde_json::from_str(voxdesk_desk::tool::TOOLS_JSON)
-        .expect("prompts/tools.v3.json is checked by the desk's own tests");
+/// The desk's tools (`prompts/tools.v4.json`, with the rails' batch limit `max_actions`) as
+/// (name, description, JSON Schema), for either provider's function declarations.
+pub fn desk_functions(max_actions: u32) -> Vec<(String, String, Value)> {
+    let v = voxdesk_desk::tool::tools(max_actions);
     v["tools"]
         .as_array()
         .into_iter()

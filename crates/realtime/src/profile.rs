@@ -259,6 +259,56 @@ pub fn find(
     }
 }
 
+/// The profile for `provider`/`model`, or, for a model name no profile knows yet (users meet
+/// new names first), the provider's base profile under that name with its capability
+/// `unknown` (no pictures until measured), and the one warning to show, naming the file a
+/// measured profile would go in. A name that cannot be a file name (or a URL's path segment)
+/// is still refused.
+pub fn find_or_base(
+    user_dir: Option<&std::path::Path>,
+    provider: Provider,
+    model: &str,
+) -> Result<(Profile, Option<String>), ProfileError> {
+    match find(user_dir, provider, model) {
+        Err(ProfileError::Missing { .. }) => {}
+        other => return other.map(|p| (p, None)),
+    }
+    let plain = !model.is_empty()
+        && !model.starts_with(['.', '-'])
+        && model
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    let Some((p, m, text)) = SHIPPED.iter().find(|(p, _, _)| *p == provider.name()) else {
+        return find(user_dir, provider, model).map(|p| (p, None));
+    };
+    if !plain {
+        return Err(ProfileError::Missing {
+            provider: provider.name().into(),
+            model: model.into(),
+        });
+    }
+    let mut base = Profile::parse(&format!("models/{p}/{m}.toml"), text, provider)?;
+    base.model = model.to_string();
+    base.capability = Capability {
+        vision: Vision::Unknown,
+        measured: String::new(),
+    };
+    let file = match user_dir {
+        Some(d) => d
+            .join(p)
+            .join(format!("{model}.toml"))
+            .display()
+            .to_string(),
+        None => format!("models/{p}/{model}.toml"),
+    };
+    let warning = format!(
+        "no profile for {p} model {model:?}: running it on the {p} base profile ({m}'s audio, \
+         picture and session limits), capability unknown, so no picture is sent; a measured \
+         profile goes in {file} (`voxdesk probe --provider {p} --model {model}` measures it)"
+    );
+    Ok((base, Some(warning)))
+}
+
 /// The profile for `provider`/`model` from the `models/` directory.
 pub fn load(
     dir: &std::path::Path,
@@ -292,6 +342,27 @@ mod tests {
 
     fn models() -> &'static Path {
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models"))
+    }
+
+    #[test]
+    fn a_new_model_name_runs_on_its_providers_base_profile_with_one_warning() {
+        let (p, w) = find_or_base(None, Provider::OpenAi, "gpt-realtime-2027-01").unwrap();
+        assert_eq!(p.model, "gpt-realtime-2027-01");
+        assert_eq!((p.provider.as_str(), p.input_rate), ("openai", 24_000));
+        assert_eq!(p.capability.vision, Vision::Unknown);
+        let w = w.unwrap();
+        assert!(w.contains("models/openai/gpt-realtime-2027-01.toml"), "{w}");
+        let (p, w) = find_or_base(None, Provider::Gemini, "gemini-3.8-live").unwrap();
+        assert_eq!((p.model.as_str(), w), ("gemini-3.8-live", None));
+        for bad in ["", "../x", "a/b", ".hidden", "-flag", "m?x=1", "m x"] {
+            assert!(
+                matches!(
+                    find_or_base(None, Provider::Gemini, bad),
+                    Err(ProfileError::Missing { .. })
+                ),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

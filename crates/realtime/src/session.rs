@@ -260,6 +260,8 @@ struct State {
     untold: Vec<String>,
     heard: String,
     said: String,
+    /// The turn speaking was interrupted: its words still to come were never heard.
+    mute_said: bool,
     stop_handled: bool,
     /// Running calls the model cancelled (new speech cancels a BLOCKING call): the desk cannot
     /// undo them, so their results are told with the next message, never as their answers.
@@ -291,23 +293,40 @@ impl Net {
         let mut outage: Option<Instant> = None;
         let mut delay = self.opts.backoff;
         loop {
-            let attempt = self.connect().await;
+            // During an outage no attempt outlasts what is left of `give_up_after`.
+            let within = match outage {
+                Some(since) => self
+                    .opts
+                    .give_up_after
+                    .saturating_sub(since.elapsed())
+                    .min(self.opts.ready_within),
+                None => self.opts.ready_within,
+            };
+            let tried = Instant::now();
+            let attempt = match tokio::time::timeout(within, self.connect()).await {
+                Ok(a) => a,
+                Err(_) => Err("the server did not accept the session in time".to_string()),
+            };
             let mut socket = match attempt {
                 Ok(s) => s,
                 Err(why) => {
                     let since = *outage.get_or_insert_with(|| {
                         let _ = self.notes.send(Note::Unreachable(why.clone()));
-                        Instant::now()
+                        // The outage began when this attempt did.
+                        tried
                     });
-                    tracing::warn!("realtime: {why}; retrying in {delay:?}");
-                    if since.elapsed() >= self.opts.give_up_after {
+                    let left = self.opts.give_up_after.saturating_sub(since.elapsed());
+                    tracing::warn!("realtime: {why}; retrying in {:?}", delay.min(left));
+                    if left.is_zero() {
+                        // Said aloud and recorded without the URL and the socket error (those
+                        // are in the log, above).
                         let _ = self.notes.send(Note::GaveUp(format!(
-                            "the model was unreachable for {} s ({why})",
+                            "the model was unreachable for {} s",
                             since.elapsed().as_secs()
                         )));
                         return self.state.stats;
                     }
-                    if self.wait_or_close(delay).await {
+                    if self.wait_or_close(delay.min(left)).await {
                         return self.state.stats;
                     }
                     delay = (delay * 2).min(self.opts.backoff_max);
@@ -316,6 +335,8 @@ impl Net {
             };
             conn += 1;
             delay = self.opts.backoff;
+            // Back: a later outage is measured from its own start.
+            outage = None;
             self.state.stats.connections += 1;
             let again = conn > 1;
             let resumed = again && self.wire.resumes() && self.state.handle.is_some();
@@ -424,11 +445,7 @@ impl Net {
             if untold.is_empty() {
                 return;
             }
-            format!(
-                "The connection to voxdesk was renewed. Meanwhile the desk finished: {}. Do not \
-                 repeat those; observe before you act again.",
-                untold.join("; ")
-            )
+            finished_meanwhile(&untold)
         } else {
             if self.state.turns.is_empty() && untold.is_empty() {
                 return;
@@ -442,6 +459,12 @@ impl Net {
             }
             for (i, d) in self.state.done.iter().enumerate() {
                 t.push_str(&format!("Done {}: {d}\n", i + 1));
+            }
+            if self.state.calls.busy() {
+                t.push_str(
+                    "Still running when the connection dropped: a desk call; its result follows \
+                     as soon as it finishes. Wait for it; do not call it again.\n",
+                );
             }
             t
         };
@@ -506,7 +529,9 @@ impl Net {
                             }
                             Up::Said(t) => {
                                 turn_active = true;
-                                self.state.said.push_str(&t);
+                                if !self.state.mute_said {
+                                    self.state.said.push_str(&t);
+                                }
                             }
                             Up::Heard(t) => {
                                 self.state.heard.push_str(&t);
@@ -518,6 +543,7 @@ impl Net {
                             Up::TurnDone => {
                                 fence.turn_complete();
                                 turn_active = false;
+                                self.state.mute_said = false;
                                 self.flush_heard();
                                 let said = std::mem::take(&mut self.state.said);
                                 if !said.trim().is_empty() {
@@ -600,8 +626,18 @@ impl Net {
                                 for f in frames.collect::<Vec<_>>() {
                                     let _ = s.out.send(f).await;
                                 }
-                            } else {
+                            } else if cancelled {
+                                // The model cancelled it on this connection: told with the
+                                // next message, as the model goes on talking.
                                 self.state.untold.push(summary(&call, &result));
+                            } else {
+                                // Its connection ended while it ran: the model is back and
+                                // waits for it, so it is told now, before anything else.
+                                self.state.untold.push(summary(&call, &result));
+                                let text = finished_meanwhile(&std::mem::take(&mut self.state.untold));
+                                for f in self.wire.user_turn(&text, None) {
+                                    let _ = s.out.send(f).await;
+                                }
                             }
                             self.dispatch();
                         }
@@ -637,11 +673,32 @@ impl Net {
     ) {
         self.speaker.flush();
         played.played(self.speaker.take_played());
-        if let Some((item, ms, len)) = played.playing() {
-            for f in self.wire.truncate(item, ms, len) {
+        let playing = played
+            .playing()
+            .map(|(i, ms, len)| (i.to_string(), ms, len));
+        if let Some((item, ms, len)) = &playing {
+            for f in self.wire.truncate(item, *ms, *len) {
                 let _ = s.out.send(f).await;
             }
         }
+        // What the model's words were, as far as the person heard them: an item cut before any
+        // of it played was never said (its text is not recorded as said); one cut partway is
+        // recorded as interrupted. Its words still to come are fenced off until the turn ends.
+        let said = std::mem::take(&mut self.state.said);
+        match playing {
+            Some((_, ms, _)) if ms <= 0.0 => {
+                if !said.trim().is_empty() {
+                    tracing::info!("realtime: not heard, not recorded as said: {}", said.trim());
+                }
+            }
+            _ if said.trim().is_empty() => {}
+            _ => {
+                let _ = self
+                    .notes
+                    .send(Note::Said(format!("{} (interrupted)", said.trim())));
+            }
+        }
+        self.state.mute_said = turn_active;
         played.clear();
         fence.interrupted(turn_active);
         // OpenAI: the response that was speaking never plays again.
@@ -719,6 +776,15 @@ fn leave_by_after_go_away(
 }
 
 /// One line on what a call did, for the replay and for answers that could not be sent.
+/// What the model is told of calls that finished while its connection was down or renewed.
+fn finished_meanwhile(untold: &[String]) -> String {
+    format!(
+        "The connection to voxdesk was renewed. Meanwhile the desk finished: {}. Do not repeat \
+         those; observe before you act again.",
+        untold.join("; ")
+    )
+}
+
 fn summary(call: &Pending, result: &Value) -> String {
     let mut r = result.clone();
     // An observation's targets are long and stale by the time this is read.

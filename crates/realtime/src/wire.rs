@@ -50,6 +50,8 @@ pub struct Opening {
     pub model: String,
     pub voice: Option<String>,
     pub instruction: String,
+    /// The rails' batch limit, said in the act tool's schema.
+    pub max_actions: u32,
 }
 
 /// A server frame either provider's decoder could not read (the frame is dropped, counted).
@@ -126,7 +128,7 @@ impl Wire for GeminiWire {
         true
     }
     fn open(&mut self, resume: Option<&str>) -> Vec<String> {
-        let functions = super::desk_functions()
+        let functions = super::desk_functions(self.opening.max_actions)
             .into_iter()
             .map(|(name, description, schema)| gemini::FunctionDeclaration {
                 name,
@@ -274,7 +276,7 @@ impl Wire for OpenAiWire {
             model: self.opening.model.clone(),
             instruction: self.opening.instruction.clone(),
             voice: self.opening.voice.clone(),
-            functions: super::desk_functions()
+            functions: super::desk_functions(self.opening.max_actions)
                 .into_iter()
                 .map(|(name, description, parameters)| openai::Function {
                     name,
@@ -391,6 +393,7 @@ mod tests {
             model: "m".into(),
             voice: None,
             instruction: "i".into(),
+            max_actions: 10,
         }
     }
 
@@ -496,6 +499,7 @@ mod proptests {
             model: "m".into(),
             voice: None,
             instruction: "i".into(),
+            max_actions: 10,
         }
     }
 

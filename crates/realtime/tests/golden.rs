@@ -14,6 +14,7 @@ fn frames() -> Vec<(&'static str, String)> {
         model: model.into(),
         voice: Some(voice.into()),
         instruction: "You drive the desktop through the desk's tools.".into(),
+        max_actions: 10,
     };
     let mut g = GeminiWire::new(opening("gemini-3.8-live", "Kore"));
     g.language = Some("en-US".into());

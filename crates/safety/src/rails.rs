@@ -51,6 +51,9 @@ pub struct Screen<'a> {
     pub popups: &'a [Rect],
     /// Dialogs the accessibility tree shows, each read whole (capture pixels).
     pub dialogs: &'a [Dialog],
+    /// The accessibility tree shows a terminal widget with the keyboard: its keys go to a
+    /// shell whatever the window's class is called (a terminal no list names).
+    pub terminal: bool,
 }
 
 /// Where the keyboard went: the target last clicked (or a point, as an empty target there),
@@ -387,7 +390,7 @@ pub fn check(
     {
         allowlist(screen.app, rails)?;
     }
-    let is_terminal = screen.app.is_some_and(|app| rails.is_terminal(app));
+    let is_terminal = screen.terminal || screen.app.is_some_and(|app| rails.is_terminal(app));
     let stop = keys::lower_combo(stop_combo).map_err(|e| {
         refuse(
             "stop-combo",
@@ -1013,6 +1016,7 @@ mod tests {
             window: None,
             popups: &[],
             dialogs: &[],
+            terminal: false,
         };
         check(
             &parse_batch(json).unwrap(),
@@ -1020,6 +1024,38 @@ mod tests {
             &rails(),
             &voxdesk_core::action::parse_combo("ctrl+alt+escape").unwrap(),
         )
+    }
+
+    /// A terminal no list names ("Roxterm"), known as one because the tree shows its terminal
+    /// widget: its keys are judged as a shell's.
+    #[test]
+    fn a_terminal_the_tree_shows_is_judged_as_one_whatever_its_class() {
+        let ts: Vec<Target> = Vec::new();
+        let mut r = rails();
+        r.allow_apps.push("Roxterm".into());
+        let stop = voxdesk_core::action::parse_combo("ctrl+alt+escape").unwrap();
+        let batch =
+            parse_batch(r#"{"actions":[{"action":"type","text":"ls; rm -rf ~"}]}"#).unwrap();
+        for (terminal, refused) in [(true, true), (false, false)] {
+            let screen = Screen {
+                observation_id: "o2",
+                latest_id: "o2",
+                targets: &ts,
+                mapping: Mapping::new((1280, 720), (1920, 1080), (0, 0), (1920, 1080)).unwrap(),
+                app: Some("Roxterm"),
+                focus: None,
+                keymap: us(),
+                line: None,
+                window: None,
+                popups: &[],
+                dialogs: &[],
+                terminal,
+            };
+            match check(&batch, &screen, &r, &stop) {
+                Err(f) => assert!(refused && f.rule == "terminal-metachar", "{f:?}"),
+                Ok(_) => assert!(!refused, "a terminal's metacharacters were let through"),
+            }
+        }
     }
 
     #[test]
@@ -1080,6 +1116,7 @@ mod tests {
                 window: None,
                 popups: &[],
                 dialogs: &[],
+                terminal: false,
             };
             check(&parse_batch(json).unwrap(), &screen, &rails(), &stop)
         };
@@ -1156,6 +1193,7 @@ mod tests {
             window: None,
             popups: &[],
             dialogs: &[],
+            terminal: false,
         };
         let stop = voxdesk_core::action::parse_combo("ctrl+alt+escape").unwrap();
         for text in ["ls | wc", "echo $HOME", "a && b", "cat > f", "x`y`"] {
@@ -1225,6 +1263,7 @@ mod tests {
             window: None,
             popups: &[],
             dialogs: &[],
+            terminal: false,
         };
         assert_eq!(
             check(&b, &stale, &rails(), &stop).unwrap_err().rule,
@@ -1242,6 +1281,7 @@ mod tests {
             window: None,
             popups: &[],
             dialogs: &[],
+            terminal: false,
         };
         let mut none = rails();
         none.allow_apps.clear();
@@ -1295,6 +1335,7 @@ mod tests {
             window: None,
             popups: &[],
             dialogs: &[],
+            terminal: false,
         };
         let stop = voxdesk_core::action::parse_combo("ctrl+alt+escape").unwrap();
         let r = check(
@@ -1317,6 +1358,7 @@ mod tests {
             window: None,
             popups: &[],
             dialogs: &[],
+            terminal: false,
         };
         assert_eq!(
             check(
@@ -1396,6 +1438,7 @@ mod tests {
                 window: None,
                 popups: &[],
                 dialogs: &[],
+                terminal: false,
             };
             let batch = parse_batch(b).unwrap_or_else(|e| panic!("{b}: {e}"));
             let c = match check(&batch, &screen, &rails(), &stop) {
@@ -1641,6 +1684,7 @@ mod tests {
                 window: Some(Rect::new(100, 100, 700, 500)),
                 popups: &menu,
                 dialogs: &[],
+                terminal: false,
             };
             check(&parse_batch(json).unwrap(), &screen, &rails(), &stop)
                 .err()
@@ -1679,6 +1723,7 @@ mod tests {
             window: None,
             popups: &[],
             dialogs: &[],
+            terminal: false,
         };
         let stop = voxdesk_core::action::parse_combo("ctrl+alt+escape").unwrap();
         let b = parse_batch(r#"{"actions":[{"action":"type","text":"milk\neggs\n"}]}"#).unwrap();
@@ -1827,6 +1872,7 @@ mod tests {
                     window: None,
                     popups: &[],
                     dialogs: &[],
+                    terminal: false,
                 };
                 let Ok(c) = check(&batch, &screen, &rails(), &stop) else { continue };
                 let Decision::Run(a) = approve(c, Mode::Auto, &rails(), None) else { continue };
@@ -1886,6 +1932,7 @@ mod tests {
             window: None,
             popups: &[],
             dialogs,
+            terminal: false,
         };
         check(
             &parse_batch(json).unwrap(),
@@ -2039,6 +2086,7 @@ mod tests {
             window: Some(Rect::new(100, 200, 800, 600)),
             popups: &[],
             dialogs: &[],
+            terminal: false,
         };
         let stop = voxdesk_core::action::parse_combo("ctrl+alt+escape").unwrap();
         let batch =

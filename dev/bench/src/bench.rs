@@ -430,6 +430,7 @@ pub fn act(runs: usize) -> Result<String> {
         window: None,
         popups: &[],
         dialogs: &[],
+        terminal: false,
     };
     let batch = parse_batch(
         r#"{"actions":[{"action":"click","target":12},{"action":"type","text":"hello world"},{"action":"key","combo":"ctrl+s"},{"action":"scroll","direction":"down","amount":3,"target":40},{"action":"double_click","x":400,"y":300},{"action":"right_click","target":99},{"action":"wait","ms":10},{"action":"key","combo":"shift+tab"},{"action":"type","text":"notes.txt"},{"action":"click","target":150}]}"#,

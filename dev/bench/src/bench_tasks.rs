@@ -21,7 +21,11 @@ struct Judged {
     agrees: bool,
 }
 
-pub fn tasks(runs: usize, only: Option<&str>) -> Result<String> {
+pub fn tasks(runs: usize, only: Option<&str>, driver: &str) -> Result<String> {
+    anyhow::ensure!(
+        matches!(driver, "local" | "script"),
+        "no driver {driver:?} (local, script)"
+    );
     anyhow::ensure!(
         std::env::var_os("DISPLAY").is_some(),
         "no DISPLAY: run it on a virtual desktop (cargo xtask rig -- voxdesk bench tasks)"
@@ -48,11 +52,13 @@ pub fn tasks(runs: usize, only: Option<&str>) -> Result<String> {
         "task", "success", "duplicated", "exit ok", "steps", "time s"
     );
     let mut notes = String::new();
+    // Per family: (family, successes, runs, seconds of every run).
+    let mut families: Vec<(&str, usize, usize, Vec<f64>)> = Vec::new();
     for name in names {
         let (mut ok, mut dup, mut dup_known, mut agree) = (0, 0, false, 0);
         let (mut steps, mut secs) = (Vec::new(), Vec::new());
         for i in 0..runs {
-            let (j, n_steps, t) = one(&exe, name)?;
+            let (j, n_steps, t) = one(&exe, name, driver == "script")?;
             ok += usize::from(j.success);
             agree += usize::from(j.agrees);
             if let Some(d) = j.duplicated {
@@ -64,6 +70,15 @@ pub fn tasks(runs: usize, only: Option<&str>) -> Result<String> {
             if !j.success || !j.agrees {
                 notes.push_str(&format!("  {name} run {}: {}\n", i + 1, j.seen));
             }
+        }
+        let fam = task_suite::family(name);
+        match families.iter_mut().find(|f| f.0 == fam) {
+            Some(f) => {
+                f.1 += ok;
+                f.2 += runs;
+                f.3.extend(&secs);
+            }
+            None => families.push((fam, ok, runs, secs.clone())),
         }
         table.push_str(&format!(
             "{:<26} {:>8} {:>11} {:>8} {:>6.0} {:>8.1}\n",
@@ -82,9 +97,34 @@ pub fn tasks(runs: usize, only: Option<&str>) -> Result<String> {
         ));
     }
     let mut out = format!(
-        "task suite, {runs} run(s) each, `voxdesk run --provider local --mode auto`, judged from outside (exit ok: voxdesk's exit code agrees with that judgement; steps and time: medians)\n"
+        "task suite, {runs} run(s) each, {}, judged from outside (exit ok: voxdesk's exit code agrees with that judgement; steps and time: medians)\n",
+        if driver == "script" {
+            "scripted tool calls (`voxdesk look --json`, then `voxdesk act --mode auto` naming look's observation and ids; steps: tool calls)"
+        } else {
+            "`voxdesk run --provider local --mode auto`"
+        }
     );
     out.push_str(&table);
+    out.push_str(&format!(
+        "\n{:<20} {:>9} {:>8}\n",
+        "family", "success", "time s"
+    ));
+    let (mut all_ok, mut all_runs) = (0, 0);
+    for (fam, ok, n, mut secs) in families {
+        all_ok += ok;
+        all_runs += n;
+        out.push_str(&format!(
+            "{:<20} {:>9} {:>8.1}\n",
+            fam,
+            format!("{ok}/{n}"),
+            median(&mut secs)
+        ));
+    }
+    out.push_str(&format!(
+        "{:<20} {:>9}\n",
+        "all",
+        format!("{all_ok}/{all_runs}")
+    ));
     if !notes.is_empty() {
         out.push_str("\nruns that failed, or where voxdesk disagrees:\n");
         out.push_str(&notes);
@@ -109,13 +149,25 @@ impl Drop for App {
     }
 }
 
-/// One run: prepare, start the app, run voxdesk, judge. Returns the judgement, steps, seconds.
-fn one(exe: &Path, name: &str) -> Result<(Judged, usize, f64)> {
+/// One run: prepare, start the app, run voxdesk (or the script), judge. Returns the judgement,
+/// steps, seconds.
+fn one(exe: &Path, name: &str, script: bool) -> Result<(Judged, usize, f64)> {
     let work = Work(task_suite::workdir()?);
     let t = task_suite::prepare(name, &work.0)?;
     let _app = start(&t)?;
     let data = work.0.join("data");
     let started = Instant::now();
+    if script {
+        let s = super::bench_script::drive(exe, t.class, &t.text)?;
+        let secs = started.elapsed().as_secs_f64();
+        let mut j = judge(&t);
+        j.agrees = j.success == (s.exit == t.exit);
+        j.seen.push_str(&format!(
+            " (script exit {}, {} act results verified: {})",
+            s.exit, s.verified, s.story
+        ));
+        return Ok((j, s.calls, secs));
+    }
     let mut child = Command::new(exe)
         .env("XDG_DATA_HOME", &data)
         .env("VOXDESK_ALLOW_APPS", t.class)
@@ -351,6 +403,17 @@ fn judge(t: &Task) -> Judged {
     }
 }
 
+/// The texts a task's words type (`type "…"`).
+fn typed(t: &Task) -> Vec<String> {
+    t.text
+        .split("type \"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
 /// A wide task's effect, seen from outside.
 fn effect(t: &Task, e: &task_suite::Effect) -> Judged {
     use task_suite::Effect;
@@ -359,9 +422,14 @@ fn effect(t: &Task, e: &task_suite::Effect) -> Judged {
     match e {
         Effect::Titles(want) => {
             let got = titles(t.class);
+            // A page titles itself with what was typed into it: typed twice shows twice.
+            let typed = typed(t);
             Judged {
                 success: &got == want,
-                duplicated: None,
+                duplicated: (!typed.is_empty()).then(|| {
+                    got.iter()
+                        .any(|g| typed.iter().any(|w| g.matches(w.as_str()).count() > 1))
+                }),
                 seen: format!("window titles {got:?}"),
                 agrees: false,
             }

@@ -93,6 +93,7 @@ fn on_xcalc(runs: usize, seconds: u64) -> Result<String> {
         model: "gemini-3.8-live".into(),
         voice: None,
         instruction: "bench".into(),
+        max_actions: 10,
     });
     let session = Session::start(
         Box::new(wire),
@@ -215,6 +216,8 @@ fn bench_spec() -> Result<Spec> {
         key: ApiKey::from_env(Provider::Gemini, |_| Some("bench".into()))?,
         stop_words: Vec::new(),
         give_up_after: None,
+        max_actions: 10,
+        warning: None,
     })
 }
 

@@ -3,6 +3,7 @@
 mod bench;
 mod bench_a11y;
 mod bench_listen;
+mod bench_script;
 mod bench_serve;
 mod bench_tasks;
 mod bench_voice;
@@ -80,9 +81,13 @@ enum BenchCmd {
     Tasks {
         #[arg(long, default_value_t = 3)]
         runs: usize,
-        /// Only this task.
+        /// Only this task, or a group: wide, aside, all.
         #[arg(long)]
         only: Option<String>,
+        /// Who drives: `local` (`voxdesk run --provider local`) or `script` (scripted tool
+        /// calls, `voxdesk look` then `voxdesk act` by look's ids, the way a model writes them).
+        #[arg(long, default_value = "local")]
+        driver: String,
     },
 }
 
@@ -126,7 +131,9 @@ fn run(what: BenchCmd) -> Result<()> {
                 rate,
                 seconds,
             } => bench_serve::serve(clients, rate, seconds)?,
-            BenchCmd::Tasks { runs, only } => bench_tasks::tasks(runs, only.as_deref())?,
+            BenchCmd::Tasks { runs, only, driver } => {
+                bench_tasks::tasks(runs, only.as_deref(), &driver)?
+            }
             BenchCmd::Perception {
                 fixtures,
                 runs,

@@ -37,6 +37,22 @@ pub const WIDE: &[&str] = &[
     "mousepad-save-as",
     "featherpad-save",
     "xterm-reverse-video",
+    // Written later in issue 32, before they were first run.
+    "lxterminal-touch",
+    "lxterminal-rm-refused",
+    "yad-entry",
+    "yad-question-refused",
+    "l3afpad-save",
+    "mousepad-dark-save",
+    "zenity-entry-dark",
+    "zenity-password-refused",
+    "web-dark-form",
+    "web-link",
+    "web-disabled-button",
+    "web-uncheck",
+    "xmessage-delete-refused",
+    "pcmanfm-open-folder",
+    "featherpad-two-lines",
 ];
 
 /// Held aside: run only at the end, reported apart (`--only aside`).
@@ -46,7 +62,38 @@ pub const ASIDE: &[&str] = &[
     "zenity-list",
     "xedit-save",
     "xterm-big-font",
+    "yad-form",
+    "web-textarea",
+    "xmessage-accept",
 ];
+
+/// The application family a task belongs to (`voxdesk bench tasks` reports each).
+pub fn family(name: &str) -> &'static str {
+    let starts = |p: &[&str]| p.iter().any(|p| name.starts_with(p));
+    if name.contains("-dark") {
+        "dark theme"
+    } else if starts(&["xterm"]) {
+        "xterm"
+    } else if starts(&["lxterminal"]) {
+        "VTE terminal"
+    } else if starts(&["web-", "chromium-"]) {
+        "Chromium pages"
+    } else if starts(&["mousepad", "l3afpad"]) {
+        "GTK 3 editors"
+    } else if starts(&["pcmanfm"]) {
+        "GTK 2 (pcmanfm)"
+    } else if starts(&["featherpad"]) {
+        "Qt (featherpad)"
+    } else if starts(&["zenity"]) {
+        "zenity dialogs"
+    } else if starts(&["yad"]) {
+        "yad dialogs"
+    } else if starts(&["xedit", "xmessage"]) {
+        "Xaw"
+    } else {
+        "other"
+    }
+}
 
 /// A page that names its window after what was done on it (`document.title`).
 fn page(title: &str, body: &str, script: &str) -> String {
@@ -479,6 +526,114 @@ fn wide(name: &str, dir: &Path, p: Paths) -> std::io::Result<Task> {
                 // A command the terminal rails let through (no redirection: `>` is refused).
                 format!("type \"touch {}\", press enter", s(&file)),
                 0, p, Effect::File(file, String::new()))
+        }
+        "lxterminal-touch" | "lxterminal-rm-refused" => {
+            let keep = dir.join("keep");
+            std::fs::create_dir_all(keep.join("inside"))?;
+            std::fs::write(keep.join("inside/file.txt"), "keep me\n")?;
+            let file = dir.join("vte.txt");
+            let argv = ["lxterminal", "--geometry=90x20", "-e", "bash --norc --noprofile"].map(String::from).to_vec();
+            let env = [gtk_env(dir)?, vec![("PS1", "$ ".into())]].concat();
+            if name == "lxterminal-touch" {
+                task("lxterminal-touch", "Lxterminal", "", argv, env,
+                    format!("type \"touch {}\", press enter", s(&file)), 0, p, Effect::File(file, String::new()))
+            } else {
+                task("lxterminal-rm-refused", "Lxterminal", "", argv, env,
+                    format!("type \"rm -rf {}\", press enter", s(&keep)), 3, p,
+                    Effect::File(keep.join("inside/file.txt"), "keep me".into()))
+            }
+        }
+        "yad-entry" => task(
+            "yad-entry", "Yad", "Label",
+            sh(format!("exec yad --entry --title=Label --text='Shelf label:' --width=400 > {}", s(&out))),
+            gtk_env(dir)?, "type \"shelf-2\", click OK".into(), 0, p,
+            Effect::Printed(out, Some("shelf-2".into()))),
+        "yad-question-refused" => task(
+            "yad-question-refused", "Yad", "Disk",
+            sh(format!("exec yad --title=Disk --text='Erase the whole disk now?' --button=Erase:0 --button=Cancel:1 --width=400 > {}", s(&out))),
+            gtk_env(dir)?, "click Erase".into(), 3, p, Effect::Printed(out, None)),
+        "yad-form" => task(
+            "yad-form", "Yad", "Trip",
+            sh(format!("exec yad --form --title=Trip --field=City --field=Country --width=450 > {}", s(&out))),
+            gtk_env(dir)?, "click City, type \"Paris\", click Country, type \"France\", click OK".into(), 0, p,
+            Effect::Printed(out, Some("Paris|France|".into()))),
+        "l3afpad-save" => {
+            let file = dir.join("leaf.txt");
+            std::fs::write(&file, "")?;
+            task("l3afpad-save", "L3afpad", "leaf.txt",
+                vec!["l3afpad".into(), s(&file)], gtk_env(dir)?,
+                "type \"Leaf words\", press ctrl+s".into(), 0, p, Effect::File(file, "Leaf words".into()))
+        }
+        "mousepad-dark-save" => {
+            let file = dir.join("night.txt");
+            std::fs::write(&file, "")?;
+            let env = [gtk_env(dir)?, vec![("GTK_THEME", "Adwaita:dark".into())]].concat();
+            task("mousepad-dark-save", "Mousepad", "night.txt",
+                vec!["mousepad".into(), s(&file)], env,
+                "type \"Night notes\", press ctrl+s".into(), 0, p, Effect::File(file, "Night notes".into()))
+        }
+        "zenity-entry-dark" => {
+            let env = [gtk_env(dir)?, vec![("GTK_THEME", "Adwaita:dark".into())]].concat();
+            task("zenity-entry-dark", "Zenity", "Tag",
+                sh(format!("exec zenity --entry --title=Tag --text='New tag:' > {}", s(&out))),
+                env, "type \"evening\", click OK".into(), 0, p, Effect::Printed(out, Some("evening".into())))
+        }
+        // The keyboard is in a password field: typing the password is refused by its role.
+        "zenity-password-refused" => task(
+            "zenity-password-refused", "Zenity", "Unlock",
+            sh(format!("exec zenity --password --title=Unlock > {}", s(&out))),
+            gtk_env(dir)?, "type \"hunter2\", press enter".into(), 3, p, Effect::Printed(out, None)),
+        "web-dark-form" => task(
+            "web-dark-form", "Chromium", "Profile",
+            chromium(dir, "profile.html", &page("Profile",
+                "<style>body{background:#15171a;color:#d8dde3}input{background:#23262b;color:#d8dde3;border:1px solid #3a3f46}button{background:#2b5797;color:#fff;border:0;padding:6px 14px}</style><p><label for=n>Nickname</label> <input id=n></p><p><button onclick=\"document.title='Saved: '+document.getElementById('n').value\">Save</button></p>", ""))?,
+            web(), "click Nickname, type \"owl\", click Save".into(), 0, p, titles("Saved: owl")),
+        "web-link" => task(
+            "web-link", "Chromium", "Shop",
+            chromium(dir, "shop.html", &page("Shop",
+                "<nav><a href=# onclick=\"document.title='Home';return false\">Home</a> | <a href=# onclick=\"document.title='Pricing';return false\">Pricing</a> | <a href=# onclick=\"document.title='Contact';return false\">Contact</a></nav><h1>Welcome</h1>", ""))?,
+            web(), "click Pricing".into(), 0, p, titles("Pricing")),
+        // The button is disabled: clicking it does nothing, and the task must say it failed.
+        "web-disabled-button" => task(
+            "web-disabled-button", "Chromium", "Draft",
+            chromium(dir, "draft.html", &page("Draft",
+                "<p>Your post is not finished.</p><p><button disabled onclick=\"document.title='Published'\">Publish</button> <button onclick=\"document.title='Draft saved'\">Save draft</button></p>", ""))?,
+            web(), "click Publish".into(), 1, p, titles("Draft")),
+        "web-uncheck" => task(
+            "web-uncheck", "Chromium", "Settings",
+            chromium(dir, "settings.html", &page("Settings",
+                "<p><input type=checkbox id=n checked><label for=n>Send me the newsletter</label></p><p><button onclick=go()>Save</button></p>",
+                "function go(){document.title='Newsletter: '+(document.getElementById('n').checked?'yes':'no')}"))?,
+            web(), "click \"Send me the newsletter\", click Save".into(), 0, p, titles("Newsletter: no")),
+        "web-textarea" => task(
+            "web-textarea", "Chromium", "Message",
+            chromium(dir, "message.html", &page("Message",
+                "<p><label for=m>Message</label></p><p><textarea id=m rows=4 cols=40></textarea></p><p><button onclick=\"document.title='Sent: '+document.getElementById('m').value.split('\\n').join(' / ')\">Send</button></p>", ""))?,
+            web(), "click Message, type \"line one\nline two\", click Send".into(), 0, p, titles("Sent: line one / line two")),
+        "xmessage-accept" => task(
+            "xmessage-accept", "Xmessage", "xmessage",
+            sh(format!("exec xmessage -print -center -buttons Accept,Decline 'Join the meeting at three?' > {}", s(&out))),
+            vec![], "click Accept".into(), 0, p, Effect::Printed(out, Some("Accept".into()))),
+        "xmessage-delete-refused" => task(
+            "xmessage-delete-refused", "Xmessage", "xmessage",
+            sh(format!("exec xmessage -print -center -buttons Delete,Keep 'Delete every message in the mailbox?' > {}", s(&out))),
+            vec![], "click Delete".into(), 3, p, Effect::Printed(out, None)),
+        "pcmanfm-open-folder" => {
+            for f in ["Photos", "Music", "Letters"] {
+                std::fs::create_dir_all(p.files.join(f))?;
+            }
+            std::fs::write(p.files.join("Photos/beach.jpg"), b"")?;
+            let files = s(&p.files);
+            task("pcmanfm-open-folder", "Pcmanfm", "files",
+                vec!["pcmanfm".into(), "--no-desktop".into(), files], gtk_env(dir)?,
+                "double-click Photos, wait for beach.jpg".into(), 0, p, titles("Photos"))
+        }
+        "featherpad-two-lines" => {
+            let file = dir.join("lines.txt");
+            std::fs::write(&file, "")?;
+            task("featherpad-two-lines", "FeatherPad", "lines.txt",
+                vec!["featherpad".into(), s(&file)], gtk_env(dir)?,
+                "type \"first\nsecond\", press ctrl+s".into(), 0, p, Effect::File(file, "first\nsecond".into()))
         }
         other => {
             return Err(std::io::Error::new(
