@@ -341,6 +341,17 @@ pub fn find(label: &str, targets: &[Target]) -> Result<u32, BindError> {
     } else {
         exact
     };
+    // Several with those words, one of them a control the application's tree names: that is
+    // what a person means; the same words OCR alone read elsewhere (the window's title bar, a
+    // heading) are not a control.
+    let controls: Vec<u32> = ids
+        .iter()
+        .copied()
+        .filter(|id| targets.iter().any(|t| t.id == *id && t.ax.is_some()))
+        .collect();
+    if let ([_, _, ..], [control]) = (ids.as_slice(), controls.as_slice()) {
+        return Ok(*control);
+    }
     match ids.as_slice() {
         [] => Err(BindError::Missing {
             label: label.into(),
@@ -675,6 +686,43 @@ mod tests {
         assert_eq!(said(2), "Clicking Rename");
         assert_eq!(said(3), "Clicking ...");
         assert_eq!(said(4), "Clicking 7");
+    }
+
+    #[test]
+    fn a_control_the_tree_names_beats_the_same_words_read_elsewhere() {
+        let at = |id, text: &str, control: bool| Target {
+            id,
+            text: text.into(),
+            rect: Rect::new(0, id as i32 * 20, 40, 12),
+            conf: 0.9,
+            new: false,
+            ax: control.then(|| voxdesk_perception::fuse::Ax {
+                key: format!(":1.2/{id}"),
+                role: voxdesk_core::semantic::Role::ENTRY,
+                states: Default::default(),
+                value: None,
+                drawn: true,
+            }),
+        };
+        // The window's title bar says "Message" too (OCR alone); the field is named by its label.
+        assert_eq!(
+            find(
+                "Message",
+                &[at(4, "Message", false), at(3, "Message", true)]
+            ),
+            Ok(3)
+        );
+        assert!(matches!(
+            find("Message", &[at(4, "Message", true), at(3, "Message", true)]),
+            Err(BindError::Ambiguous { .. })
+        ));
+        assert!(matches!(
+            find(
+                "Message",
+                &[at(4, "Message", false), at(3, "Message", false)]
+            ),
+            Err(BindError::Ambiguous { .. })
+        ));
     }
 
     #[test]

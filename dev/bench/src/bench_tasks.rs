@@ -58,7 +58,21 @@ pub fn tasks(runs: usize, only: Option<&str>, driver: &str) -> Result<String> {
         let (mut ok, mut dup, mut dup_known, mut agree) = (0, 0, false, 0);
         let (mut steps, mut secs) = (Vec::new(), Vec::new());
         for i in 0..runs {
-            let (j, n_steps, t) = one(&exe, name, driver == "script")?;
+            // A task that cannot be set up (its app never showed a window) is a failed run,
+            // said under the table; the rest still run.
+            let (j, n_steps, t) = match one(&exe, name, driver == "script") {
+                Ok(r) => r,
+                Err(e) => (
+                    Judged {
+                        success: false,
+                        duplicated: None,
+                        seen: format!("not run: {e:#}"),
+                        agrees: false,
+                    },
+                    0,
+                    0.0,
+                ),
+            };
             ok += usize::from(j.success);
             agree += usize::from(j.agrees);
             if let Some(d) = j.duplicated {

@@ -507,7 +507,8 @@ fn wide(name: &str, dir: &Path, p: Paths) -> std::io::Result<Task> {
         "xedit-save" => {
             let file = dir.join("plain.txt");
             std::fs::write(&file, "")?;
-            task("xedit-save", "Xedit", "plain.txt",
+            // xedit titles its window "xedit" whatever file it shows.
+            task("xedit-save", "Xedit", "",
                 vec!["xedit".into(), "-geometry".into(), "700x500+100+100".into(), s(&file)], vec![],
                 "type \"plain words\", click Save".into(), 0, p, Effect::File(file, "plain words".into()))
         }
