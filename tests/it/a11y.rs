@@ -1,4 +1,4 @@
-//! The accessibility tree fused with OCR on real applications (Chromium, GTK 3, GTK 2, Qt) on the rig's accessibility bus: every control a target with its role and state, typed text verified exactly, ids kept across an unrelated change, password fields refused by role, a dialog read whole.
+//! The accessibility tree fused with OCR on real applications (Chromium, GTK 3, GTK 2, Qt) on the rig's accessibility bus: every control a target with its role and state, typed text verified exactly, ids kept across an unrelated change, password fields refused by role, a dialog read whole, a scrolled page read again.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -298,6 +298,71 @@ fn ids_survive_an_unrelated_change_on_screen() {
         .and_then(|a| a.value.clone());
     assert_eq!(email.as_deref(), Some("someone@example.org"));
     assert_eq!(b.route.name(), "ax+ocr");
+}
+
+/// A page the wheel scrolls moves every element without an event on the bus (Chromium sends
+/// none): the observation after the scroll must not keep the links where they were, nor take
+/// the content coming into view for a menu that opened.
+#[test]
+fn a_scrolled_page_is_read_again_and_opens_nothing() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let dir = tempfile::tempdir().unwrap();
+    let items: String = (1..=60)
+        .map(|i| format!("<p><a href=#>Entry {i}</a></p>"))
+        .collect();
+    let page = dir.path().join("long.html");
+    std::fs::write(
+        &page,
+        format!("<!doctype html><html><head><title>Long list</title></head><body style=\"font:18px sans-serif;margin:30px\">{items}</body></html>"),
+    )
+    .unwrap();
+    let mut c = chromium(&dir.path().join("profile"));
+    c.args([
+        "--window-position=0,0",
+        "--window-size=900,600",
+        &format!("--app=file://{}", page.display()),
+    ]);
+    let _browser = Guard(
+        c.env("DISPLAY", d)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let first = look_until(d, "the list's links from the tree", |v| {
+        control(v, "link", "Entry 1").is_some()
+    });
+    let batch = format!(
+        r#"{{"observation_id":{},"actions":[{{"action":"scroll","direction":"down","amount":5}}],"expect":{{"changes":true}}}}"#,
+        first["observation_id"]
+    );
+    let (code, r, err) = act(d, &batch);
+    assert_eq!(code, Some(0), "{err}\n{r}");
+    assert_eq!(r["verification"]["verdict"], "verified", "{r}");
+    assert!(
+        r["verification"].get("opened").is_none(),
+        "a scroll opened nothing: {r}"
+    );
+    let after = &r["observation"];
+    assert!(
+        control(after, "link", "Entry 1").is_none(),
+        "Entry 1 scrolled out of view, yet the tree kept it:\n{}",
+        describe(after)
+    );
+    // The links the tree gives sit where OCR reads the same words (most of them: OCR may run
+    // two rows together).
+    let links: Vec<Value> = targets(after)
+        .into_iter()
+        .filter(|t| t["role"] == "link")
+        .collect();
+    let seen = links.iter().filter(|l| l["source"] == "ax+ocr").count();
+    assert!(
+        links.len() >= 10 && seen * 2 >= links.len(),
+        "{seen} of {} links read on screen where the tree puts them:\n{}",
+        links.len(),
+        describe(after)
+    );
 }
 
 /// A HOME of the app's own and settings in memory, so the desktop's state does not leak in.

@@ -13,8 +13,9 @@ const KEEP: usize = 4096;
 pub enum Kind {
     /// A node's states, text or name: refresh that node.
     Node,
-    /// Something moved or was resized: the kept elements' boxes are read again (one call each,
-    /// all at once), not the tree.
+    /// Something moved or was resized. Every use of a kept tree reads its boxes again (one
+    /// call each, all at once; scrolled content moves without an event) and reads the tree
+    /// again when one moved, so this asks for nothing more.
     Bounds,
     /// Children added or removed, a window opened, closed or activated: read again.
     Tree,

@@ -141,6 +141,11 @@ pub fn enabled() -> Option<bool> {
     bool::try_from(v).ok()
 }
 
+/// How long the boxes of content that moved without an event must hold still before the tree
+/// is read again, and the most that is waited for it.
+const MOVING_STILL: Duration = Duration::from_millis(600);
+const MOVING_MAX: Duration = Duration::from_millis(1500);
+
 /// An application that does not answer a call within this is treated as gone for that call (a
 /// hung app never hangs an observation: the walk's budget is checked between levels).
 const CALL_TIMEOUT: Duration = Duration::from_millis(300);
@@ -200,7 +205,8 @@ impl Reader {
 
     /// The tree of `window`; `None` when its application exposes none (xterm, xcalc, a
     /// browser started without accessibility). Kept from the last call while no change event
-    /// came from its application; refreshed in place when only states or text changed.
+    /// came from its application and its elements' boxes read the same; refreshed in place
+    /// when only states or text changed.
     pub fn tree(&mut self, window: &Window) -> Result<Option<Tree>, A11yError> {
         let t0 = Instant::now();
         let conn = &self.conn;
@@ -212,7 +218,21 @@ impl Reader {
                     .listening
                     .load(std::sync::atomic::Ordering::SeqCst)
             {
-                match self.changes.since(k.seen, &k.app.bus) {
+                // Content that scrolls moves every box without a word on the bus (Chromium
+                // sends no event for a page scrolled by the wheel or a key): the kept boxes are
+                // read again, all at once, and a tree whose elements moved is read again.
+                let still = async_io::block_on(walk::same_boxes(conn, &k.tree));
+                if !still {
+                    tracing::debug!(
+                        "accessibility: {:?}'s elements moved without an event",
+                        window.title
+                    );
+                    // Chromium moves the boxes of a scrolled page in steps, the last one some
+                    // 400 ms after the pixels (measured: a first small step, 300 ms still, then
+                    // the whole scroll): wait until they have held still for a while.
+                    async_io::block_on(walk::hold_still(conn, &k.tree, MOVING_STILL, MOVING_MAX));
+                }
+                match self.changes.since(k.seen, &k.app.bus).filter(|_| still) {
                     Some(c) if c.is_empty() => {
                         let mut t = k.tree.clone();
                         t.walked = false;
@@ -220,7 +240,6 @@ impl Reader {
                         return Ok(Some(t));
                     }
                     Some(c) if c.iter().all(|c| c.kind != Kind::Tree) => {
-                        let moved = c.iter().any(|c| c.kind == Kind::Bounds);
                         let mut keys: Vec<String> = c
                             .iter()
                             .filter(|c| c.kind == Kind::Node)
@@ -249,13 +268,10 @@ impl Reader {
                         if !matters {
                             let seen = self.changes.seq();
                             let mut t = k.tree.clone();
-                            if moved {
-                                async_io::block_on(walk::reboxes(conn, &mut t));
-                            }
                             if known.is_empty()
                                 || async_io::block_on(walk::refresh(conn, &mut t, &known))
                             {
-                                if !known.is_empty() || moved {
+                                if !known.is_empty() {
                                     self.generation += 1;
                                     t.generation = self.generation;
                                 }

@@ -325,8 +325,8 @@ pub(crate) fn dialogs_of(root: &Basic, window_box: Option<Rect>, nodes: &[Node])
     out
 }
 
-/// Read every kept node's box again (something moved); a node no longer visible is dropped.
-pub(crate) async fn reboxes(conn: &Connection, tree: &mut Tree) {
+/// Every kept node's box as it reads now (`None`: gone or hidden), all asked at once.
+async fn boxes_now(conn: &Connection, tree: &Tree) -> Vec<Option<Rect>> {
     let refs: Vec<Option<Ref>> = tree
         .nodes
         .iter()
@@ -338,21 +338,34 @@ pub(crate) async fn reboxes(conn: &Connection, tree: &mut Tree) {
             })
         })
         .collect();
-    let boxes = join_all(refs.iter().map(|r| async move {
+    join_all(refs.iter().map(|r| async move {
         match r {
             Some(r) => extents(conn, r).await,
             None => None,
         }
     }))
-    .await;
-    let mut keep = boxes.into_iter();
-    tree.nodes.retain_mut(|n| match keep.next().flatten() {
-        Some(b) => {
-            n.rect = b;
-            true
+    .await
+}
+
+/// Wait until the kept nodes' boxes have read the same for `still`, or `max` has passed.
+pub(crate) async fn hold_still(conn: &Connection, tree: &Tree, still: Duration, max: Duration) {
+    let t0 = Instant::now();
+    let mut last = boxes_now(conn, tree).await;
+    let mut since = Instant::now();
+    while since.elapsed() < still && t0.elapsed() < max {
+        async_io::Timer::after(Duration::from_millis(100)).await;
+        let now = boxes_now(conn, tree).await;
+        if now != last {
+            last = now;
+            since = Instant::now();
         }
-        None => false,
-    });
+    }
+}
+
+/// Do the kept nodes still have the boxes they were read with?
+pub(crate) async fn same_boxes(conn: &Connection, tree: &Tree) -> bool {
+    let now = boxes_now(conn, tree).await;
+    tree.nodes.iter().zip(now).all(|(n, b)| b == Some(n.rect))
 }
 
 /// Re-read a few nodes in place (their states, name and value changed; their box did not).

@@ -458,7 +458,19 @@ pub struct LocalPlanner {
     next: usize,
     /// The step last sent, in words, for what is said when it cannot be confirmed.
     last_plan: String,
+    /// Scrolls made looking for the current step's label (the last one still unanswered).
+    searched: usize,
+    searching: bool,
+    /// The step `searched` counts for.
+    search_step: usize,
 }
+
+/// How often a label not on screen is looked for further down the focused window, and by how
+/// many wheel clicks each time: less than a window's height in the toolkits measured (Chromium
+/// moves 5 clicks a little more than a 600-pixel window, so what sat at its bottom edge, cut
+/// and unread, would be skipped).
+const SEARCH_SCROLLS: usize = 6;
+const SEARCH_CLICKS: u32 = 3;
 
 impl LocalPlanner {
     pub fn new(task: &str) -> Result<LocalPlanner, PlanError> {
@@ -468,11 +480,18 @@ impl LocalPlanner {
             opens,
             next: 0,
             last_plan: String::new(),
+            searched: 0,
+            searching: false,
+            search_step: 0,
         })
     }
 
     /// Bind the next step to the targets of `o`.
     fn plan_on(&mut self, o: &ObservationView, mut say: Vec<String>) -> Move {
+        if self.search_step != self.next {
+            self.search_step = self.next;
+            self.searched = 0;
+        }
         let Some(intent) = self.intents.get(self.next) else {
             let n = self.intents.len();
             return Move {
@@ -499,6 +518,35 @@ impl LocalPlanner {
                         observation_id: Some(o.id.clone()),
                         actions,
                         expect,
+                    })),
+                }
+            }
+            // A label not on screen may be further down (a long page, a list): scroll the
+            // focused window's content and look again, a few times, until a scroll moves
+            // nothing. Scrolling presses nothing and types nothing.
+            Err(BindError::Missing { label })
+                if self.searched < SEARCH_SCROLLS
+                    && matches!(intent, Intent::Click { .. } | Intent::Drag { .. }) =>
+            {
+                self.searched += 1;
+                self.searching = true;
+                let plan = format!("Scrolling down to look for {label}");
+                say.push(format!("{plan}."));
+                self.last_plan = plan.clone();
+                Move {
+                    say,
+                    plan,
+                    what: What::Call(ToolCall::Act(Batch {
+                        observation_id: Some(o.id.clone()),
+                        actions: vec![Action::Scroll {
+                            direction: Direction::Down,
+                            amount: SEARCH_CLICKS,
+                            at: None,
+                        }],
+                        expect: Expect {
+                            changes: true,
+                            ..Default::default()
+                        },
                     })),
                 }
             }
@@ -602,7 +650,24 @@ impl Driver for LocalPlanner {
                     .unwrap_or_default();
                 return give_up(say, why);
             }
+            ActStatus::Recorded if self.searching => self.searching = false,
             ActStatus::Recorded => self.next += 1,
+            // A scroll made to look for the step's label: look at what it brought into view,
+            // unless it moved nothing (the end of the content, or nothing there scrolls).
+            ActStatus::Ran | ActStatus::Failed if self.searching => {
+                self.searching = false;
+                if let Verdict::Failed { .. } = &a.verdict {
+                    let label = match self.intents.get(self.next) {
+                        Some(Intent::Click { label, .. }) => label.clone(),
+                        Some(Intent::Drag { from, .. }) => from.clone(),
+                        _ => String::new(),
+                    };
+                    return give_up(
+                        say,
+                        format!("{label:?} is not on screen, and scrolling down brought nothing more into view"),
+                    );
+                }
+            }
             ActStatus::Ran | ActStatus::Failed => {
                 let waiting = matches!(self.intents.get(self.next), Some(Intent::WaitFor { .. }));
                 let plan = &self.last_plan;

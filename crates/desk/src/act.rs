@@ -442,10 +442,20 @@ impl Desk {
         if let (Some(w0), Some(w1)) = (&p.obs.windows, &after.windows) {
             p.result.opened = desktop::opened(w0, w1);
         }
-        // A menu a page draws has no window of its own; a terminal's new lines are output, and
-        // typed lines are what was typed.
+        // A menu a page draws has no window of its own; a terminal's new lines are output,
+        // typed lines are what was typed, and a scroll moves what was there (new lines in a
+        // column are the content coming into view, not a menu).
         let (w, h) = p.obs.frame.size();
-        if p.result.opened.is_empty() && !self.in_terminal(&p.obs) && now_typed.is_empty() {
+        let scrolled = p
+            .batch
+            .actions
+            .iter()
+            .all(|a| matches!(a, Action::Scroll { .. } | Action::Wait { .. }));
+        if p.result.opened.is_empty()
+            && !self.in_terminal(&p.obs)
+            && now_typed.is_empty()
+            && !scrolled
+        {
             if let Some(r) = overlay(
                 before,
                 &after.perception.targets,

@@ -2,9 +2,12 @@
 //!
 //! The script is what a plain model does with the task's words (parsed by the offline planner's
 //! grammar, nothing else of it): for each step it observes, picks the target whose text is the
-//! label (exactly, as a person reads it), scrolls the focused window down and looks again when
-//! the label is not on screen (a few times), acts, and reads the result: a refusal or a decline
-//! is final (it stops), a failed action stops it, an unconfirmed one is not repeated.
+//! label (exactly, as a person reads it; a control the tree names first), scrolls the focused
+//! window down and looks again when the label is not on screen (a few times), acts, and reads
+//! the result: a refusal or a decline is final (it stops); a verified step goes on; a
+//! waited-for label is waited for (15 s at most); a step that changed nothing and says it is
+//! safe to repeat is tried once more; anything else (unconfirmed, failed) stops it, never
+//! repeated.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -65,22 +68,29 @@ impl Cli<'_> {
 
     /// The target named `label` on a fresh look (scrolling down to find it, as a model would).
     fn find(&mut self, label: &str) -> Result<Option<(Value, u64)>> {
-        for attempt in 0..4 {
+        for attempt in 0..7 {
             let look = self.look()?;
+            // Where several targets carry the words, the one the application's tree calls a
+            // control (it has a role) is what a model reading the roles picks; else the first.
             let hit = look["targets"].as_array().and_then(|ts| {
-                ts.iter()
-                    .find(|t| t["text"].as_str().is_some_and(|s| label_matches(label, s)))
+                let named = || {
+                    ts.iter()
+                        .filter(|t| t["text"].as_str().is_some_and(|s| label_matches(label, s)))
+                };
+                named()
+                    .find(|t| t["role"].is_string())
+                    .or_else(|| named().next())
                     .and_then(|t| t["id"].as_u64())
             });
             if let Some(id) = hit {
                 return Ok(Some((look, id)));
             }
-            if attempt == 3 {
+            if attempt == 6 {
                 break;
             }
             let (code, _) = self.act(&json!({
                 "observation_id": look["observation_id"],
-                "actions": [{"action": "scroll", "direction": "down", "amount": 5}],
+                "actions": [{"action": "scroll", "direction": "down", "amount": 3}],
             }))?;
             if code != 0 {
                 break;
@@ -88,6 +98,12 @@ impl Cli<'_> {
         }
         Ok(None)
     }
+}
+
+/// One step as a model writes it: the batch (on a fresh look) and what it should cause.
+enum Step {
+    Act(Value, String),
+    Missing(String),
 }
 
 /// Drive task words `text` on the current display through look and act.
@@ -107,77 +123,91 @@ pub fn drive(exe: &Path, class: &str, text: &str) -> Result<Scripted> {
         story,
     };
     for intent in intents {
-        let (batch, what) = match &intent {
-            Intent::Click { label, kind } => {
-                let Some((look, id)) = cli.find(label)? else {
+        if let Intent::Wait { ms } = intent {
+            std::thread::sleep(Duration::from_millis(ms));
+            continue;
+        }
+        let waiting = matches!(intent, Intent::WaitFor { .. });
+        let t0 = Instant::now();
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let step = match &intent {
+                Intent::Click { label, kind } => match cli.find(label)? {
+                    None => Step::Missing(label.clone()),
+                    Some((look, id)) => {
+                        let action = match kind {
+                            ClickKind::Single => "click",
+                            ClickKind::Double => "double_click",
+                            ClickKind::Right => "right_click",
+                        };
+                        Step::Act(
+                            json!({"observation_id": look["observation_id"],
+                                   "actions": [{"action": action, "target": id}],
+                                   "expect": {"changes": true}}),
+                            format!("{action} {label:?}"),
+                        )
+                    }
+                },
+                Intent::Type { text } => {
+                    let look = cli.look()?;
+                    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+                    Step::Act(
+                        json!({"observation_id": look["observation_id"],
+                               "actions": [{"action": "type", "text": text}],
+                               "expect": {"appears": lines}}),
+                        format!("type {text:?}"),
+                    )
+                }
+                Intent::Press { combo } => {
+                    let look = cli.look()?;
+                    Step::Act(
+                        json!({"observation_id": look["observation_id"],
+                               "actions": [{"action": "key", "combo": combo.to_string()}],
+                               "expect": {"changes": true}}),
+                        format!("key {combo}"),
+                    )
+                }
+                // Waiting is a short wait whose result must show the label.
+                Intent::WaitFor { label } => Step::Act(
+                    json!({"actions": [{"action": "wait", "ms": 500}],
+                           "expect": {"shows": [label]}}),
+                    format!("wait for {label:?}"),
+                ),
+                other => {
+                    story.push_str(&format!("the script does not do {other:?}; "));
+                    return Ok(end(1, cli.calls, verified, story));
+                }
+            };
+            let (batch, what) = match step {
+                Step::Act(b, w) => (b, w),
+                Step::Missing(label) => {
                     story.push_str(&format!("{label:?} not found; "));
                     return Ok(end(1, cli.calls, verified, story));
-                };
-                let action = match kind {
-                    ClickKind::Single => "click",
-                    ClickKind::Double => "double_click",
-                    ClickKind::Right => "right_click",
-                };
-                (
-                    json!({"observation_id": look["observation_id"],
-                           "actions": [{"action": action, "target": id}]}),
-                    format!("{action} {label:?}"),
-                )
-            }
-            Intent::Type { text } => {
-                let look = cli.look()?;
-                let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-                (
-                    json!({"observation_id": look["observation_id"],
-                           "actions": [{"action": "type", "text": text}],
-                           "expect": {"appears": lines}}),
-                    format!("type {text:?}"),
-                )
-            }
-            Intent::Press { combo } => {
-                let look = cli.look()?;
-                (
-                    json!({"observation_id": look["observation_id"],
-                           "actions": [{"action": "key", "combo": combo.to_string()}]}),
-                    format!("key {combo}"),
-                )
-            }
-            Intent::WaitFor { label } => {
-                let t0 = Instant::now();
-                let mut seen = false;
-                while !seen && t0.elapsed() < Duration::from_secs(15) {
-                    seen = cli.look()?["targets"].as_array().is_some_and(|ts| {
-                        ts.iter()
-                            .any(|t| t["text"].as_str().is_some_and(|s| label_matches(label, s)))
-                    });
                 }
-                if !seen {
-                    story.push_str(&format!("{label:?} never showed; "));
-                    return Ok(end(1, cli.calls, verified, story));
+            };
+            let (code, r) = cli.act(&batch)?;
+            let v = &r["verification"];
+            let verdict = v["verdict"].as_str().unwrap_or("").to_string();
+            story.push_str(&format!("{what} → exit {code} {verdict}; "));
+            match code {
+                0 => ran = true,
+                // A refusal or a decline is final for that route: the model stops.
+                3 => return Ok(end(if ran { 1 } else { 3 }, cli.calls, verified, story)),
+                _ => return Ok(end(1, cli.calls, verified, story)),
+            }
+            // What a careful model does with the verdict: go on when it is verified; wait
+            // again (bounded) while a waited-for label has not shown; try once more only what
+            // changed nothing and the result says is safe to repeat; otherwise stop.
+            match verdict.as_str() {
+                "verified" | "unverified" => {
+                    verified += usize::from(verdict == "verified");
+                    break;
                 }
-                continue;
+                _ if waiting && t0.elapsed() < Duration::from_secs(15) => continue,
+                "failed" if tries == 1 && v["repeatable"] == Value::Bool(true) => continue,
+                _ => return Ok(end(1, cli.calls, verified, story)),
             }
-            Intent::Wait { ms } => {
-                std::thread::sleep(Duration::from_millis(*ms));
-                continue;
-            }
-            other => {
-                story.push_str(&format!("the script does not do {other:?}; "));
-                return Ok(end(1, cli.calls, verified, story));
-            }
-        };
-        let (code, r) = cli.act(&batch)?;
-        let verdict = r["verification"]["verdict"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        verified += usize::from(verdict == "verified");
-        story.push_str(&format!("{what} → exit {code} {verdict}; "));
-        match code {
-            0 => ran = true,
-            // A refusal or a decline is final for that route: the model stops.
-            3 => return Ok(end(if ran { 1 } else { 3 }, cli.calls, verified, story)),
-            _ => return Ok(end(1, cli.calls, verified, story)),
         }
     }
     Ok(end(0, cli.calls, verified, story))

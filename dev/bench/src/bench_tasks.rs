@@ -35,14 +35,17 @@ pub fn tasks(runs: usize, only: Option<&str>, driver: &str) -> Result<String> {
         Some("wide") => task_suite::WIDE.to_vec(),
         Some("aside") => task_suite::ASIDE.to_vec(),
         Some("all") => [task_suite::NAMES, task_suite::WIDE, task_suite::ASIDE].concat(),
-        Some(n) => {
+        Some(list) => {
             let known = [task_suite::NAMES, task_suite::WIDE, task_suite::ASIDE].concat();
-            anyhow::ensure!(
-                known.contains(&n),
-                "no task {n:?} (tasks: {}; groups: wide, aside, all)",
-                known.join(", ")
-            );
-            vec![n]
+            let names: Vec<&str> = list.split(',').map(str::trim).collect();
+            for n in &names {
+                anyhow::ensure!(
+                    known.contains(n),
+                    "no task {n:?} (tasks: {}; groups: wide, aside, all; or names joined by commas)",
+                    known.join(", ")
+                );
+            }
+            names
         }
         None => task_suite::NAMES.to_vec(),
     };
