@@ -75,6 +75,9 @@ pub struct Strip {
     pub border: (u32, u32),
     /// A monospace line (`LineBox::mono`): its words are one label however wide its spaces.
     pub mono: bool,
+    /// Where an outline drawn round some of the text was cleared: its two ends, in capture
+    /// pixels. Words on either side of one are two labels (two pill buttons in a row).
+    pub fences: Vec<i32>,
     key: u64,
 }
 
@@ -178,6 +181,7 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         );
     }
     clear_corners(&mut dist, cw, inner, line.text_h);
+    let outlines = clear_outlines(&mut dist, cw, line.text_h);
     let mut hist = [0u32; 256];
     for &d in &dist {
         hist[d as usize] += 1;
@@ -264,6 +268,11 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         scale,
         border: (bx, by),
         mono: line.mono,
+        fences: outlines
+            .iter()
+            .flat_map(|&(a, b)| [a, b])
+            .map(|x| crop.x + x as i32)
+            .collect(),
     }
 }
 
@@ -571,6 +580,82 @@ fn clear_rules_and_blocks(
     }
 }
 
+/// A drawn outline around the text (an Xaw pill button, a box drawn round a word), cleared from
+/// a crop: one connected stroke wider than two letters and taller than the letters, whose top
+/// and bottom rows each run along most of its width. Letters never are (an underline glued to
+/// descenders has a long bottom but no top), and Tesseract reads an outline as "(", "[" or
+/// nothing at all ("(Accept)(Decline)" was read as no text). A dense block far taller than
+/// the letters beside them goes too.
+/// Returns each outline's columns (first, last), in the crop.
+fn clear_outlines(dist: &mut [u8], stride: usize, text_h: i32) -> Vec<(usize, usize)> {
+    const INK: u8 = 48;
+    let mut cleared = Vec::new();
+    let h = dist.len() / stride.max(1);
+    let text_h = text_h.max(1) as usize;
+    let mut seen = vec![false; dist.len()];
+    let mut stack = Vec::new();
+    let mut pixels = Vec::new();
+    for start in 0..dist.len() {
+        if seen[start] || dist[start] < INK {
+            continue;
+        }
+        seen[start] = true;
+        stack.push(start);
+        pixels.clear();
+        while let Some(i) = stack.pop() {
+            pixels.push(i);
+            let (x, y) = (i % stride, i / stride);
+            for dy in -1i32..=1 {
+                for dx in -1i32..=1 {
+                    let (nx, ny) = (x as i32 + dx, y as i32 + dy);
+                    if nx < 0 || ny < 0 || nx as usize >= stride || ny as usize >= h {
+                        continue;
+                    }
+                    let j = ny as usize * stride + nx as usize;
+                    if !seen[j] && dist[j] >= INK {
+                        seen[j] = true;
+                        stack.push(j);
+                    }
+                }
+            }
+        }
+        let (mut x0, mut x1, mut y0, mut y1) = (usize::MAX, 0, usize::MAX, 0);
+        for &i in &pixels {
+            let (x, y) = (i % stride, i / stride);
+            (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
+        }
+        let (w, bh) = (x1 - x0 + 1, y1 - y0 + 1);
+        // A solid or stippled block more than twice as tall as the letters and at least half
+        // a letter wide (a scroll bar's thumb, an icon beside the text) is no glyph either.
+        if bh * 5 >= text_h * 11 && w * 2 >= text_h && pixels.len() * 20 >= w * bh * 7 {
+            for &i in &pixels {
+                dist[i] = 0;
+            }
+            continue;
+        }
+        if w < 2 * text_h || bh * 5 < text_h * 7 {
+            continue;
+        }
+        // How much of the width the top (bottom) two rows cover.
+        let cover = |rows: std::ops::RangeInclusive<usize>| {
+            let mut cols = vec![false; w];
+            for &i in &pixels {
+                if rows.contains(&(i / stride)) {
+                    cols[i % stride - x0] = true;
+                }
+            }
+            cols.iter().filter(|c| **c).count()
+        };
+        if cover(y0..=y0 + 1) * 2 >= w && cover(y1 - 1..=y1) * 2 >= w {
+            for &i in &pixels {
+                dist[i] = 0;
+            }
+            cleared.push((x0, x1));
+        }
+    }
+    cleared
+}
+
 /// A text caret glued to the last letter (a GTK field's "a.txt|": Tesseract reads "[ao"),
 /// cleared from a crop's `region`: the rightmost ink, one or two pixels wide, one solid bar that
 /// starts above the strokes of the letters before it and ends at least two pixels below them
@@ -792,7 +877,23 @@ pub fn recognise(
         .iter()
         .map(|s| cache.map.get(&s.key).cloned().unwrap_or_default())
         .collect();
-    let ruled = |r: &Rect| ruled(rgba, width, height, r);
+    // A gap with a drawn rule in it, or an end of an outline cleared from a strip.
+    let fences: Vec<(i32, i32, i32)> = strips
+        .iter()
+        .flat_map(|s| {
+            let (y0, y1) = (
+                s.origin.1,
+                s.origin.1 + (s.gray.height() as f64 / s.scale) as i32,
+            );
+            s.fences.iter().map(move |&x| (x, y0, y1))
+        })
+        .collect();
+    let ruled = |r: &Rect| {
+        fences
+            .iter()
+            .any(|&(x, y0, y1)| x >= r.x && x < r.right() && y0 < r.bottom() && r.y < y1)
+            || ruled(rgba, width, height, r)
+    };
     let (pieces, mut unread) = pieces_of(&strips, &words, &live);
     let mut joined = mono::join(pieces, ruled);
     if agree(&strips, &mut words, &live, &joined, &mut cache.shapes) {
@@ -1565,7 +1666,12 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Piece> {
                 let gap = w.x - (prev.x + prev.w);
                 let wh = prev.h.max(w.h) as f64;
                 let same_row = (w.y + w.h / 2 - (prev.y + prev.h / 2)).abs() < (wh * 0.6) as i32;
-                (gap as f64 > WORD_GAP * wh && !strip.mono) || !same_row
+                let fenced = strip.fences.iter().any(|&f| {
+                    let f = ((f - strip.origin.0) as f64 * strip.scale).round() as i32
+                        + strip.border.0 as i32;
+                    prev.x + prev.w <= f && f <= w.x
+                });
+                (gap as f64 > WORD_GAP * wh && !strip.mono) || !same_row || fenced
             }
         };
         if split {
@@ -2356,6 +2462,7 @@ mod tests {
             scale: 2.0,
             border: (0, 0),
             mono: false,
+            fences: vec![],
             key: 0,
         };
         let words = [
@@ -2381,6 +2488,7 @@ mod tests {
             scale: 1.0,
             border: (0, 0),
             mono: false,
+            fences: vec![],
             key: 0,
         };
         for (t, c) in [

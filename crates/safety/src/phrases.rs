@@ -215,9 +215,9 @@ pub fn accepts(text: &str) -> bool {
             || (phrase(text, ACCEPT_WORDS).is_some() && phrase(text, BACK_OUT).is_none()))
 }
 
-/// A destructive or purchase confirmation on screen: a question of that kind (one line, or two
-/// lines one above the other, as a dialog wraps it) with a button that accepts it beside or
-/// below it. The question's first line and that button.
+/// A destructive or purchase confirmation on screen: a question of that kind (one line, two
+/// lines one above the other as a dialog wraps it, or two labels on one row) with a button that
+/// accepts it beside or below it. The question's first label and that button.
 pub fn destructive_dialog(targets: &[Target]) -> Option<(&Target, &Target)> {
     let below = |q: &Target| {
         targets
@@ -231,12 +231,25 @@ pub fn destructive_dialog(targets: &[Target]) -> Option<(&Target, &Target)> {
             })
             .min_by_key(|t| t.rect.y)
     };
+    // The question's words read as two labels on one row (OCR split it at a wide space).
+    let beside = |q: &Target| {
+        targets
+            .iter()
+            .filter(|t| {
+                let overlap = q.rect.bottom().min(t.rect.bottom()) - q.rect.y.max(t.rect.y);
+                t.id != q.id
+                    && t.rect.x >= q.rect.right()
+                    && t.rect.x - q.rect.right() < 2 * q.rect.h.max(t.rect.h).max(8)
+                    && overlap * 2 >= q.rect.h.min(t.rect.h)
+            })
+            .min_by_key(|t| t.rect.x)
+    };
+    let with = |q: &Target, n: Option<&Target>| {
+        n.is_some_and(|n| destructive_question(&format!("{} {}", q.text, n.text)))
+    };
     targets
         .iter()
-        .filter(|q| {
-            destructive_question(&q.text)
-                || below(q).is_some_and(|n| destructive_question(&format!("{} {}", q.text, n.text)))
-        })
+        .filter(|q| destructive_question(&q.text) || with(q, below(q)) || with(q, beside(q)))
         .find_map(|q| {
             targets
                 .iter()

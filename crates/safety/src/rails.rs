@@ -1655,6 +1655,23 @@ mod tests {
         assert!(one(&toolbar, &key("enter")).is_ok());
         let address = vec![t(1, "example.com/delete?id=3", 10, 10), t(2, "OK", 10, 200)];
         assert!(one(&address, r#"{"action":"click","target":2}"#).is_ok());
+        // A question OCR read as two labels on one row (an Xaw dialog's bitmap font, its
+        // first word misread besides), and its button below.
+        let sized = |id, text, (x, y, w, h)| Target {
+            rect: Rect::new(x, y, w, h),
+            ..t(id, text, x, y)
+        };
+        let row = vec![
+            sized(1, "Delete every nessage in", (838, 547, 163, 13)),
+            sized(2, "the nailbox?", (1006, 547, 85, 12)),
+            sized(3, "Delete", (825, 573, 45, 10)),
+            sized(4, "Keep", (882, 573, 30, 13)),
+        ];
+        assert_eq!(
+            one(&row, r#"{"action":"click","target":3}"#).unwrap_err(),
+            "destructive-dialog"
+        );
+        assert!(one(&row, r#"{"action":"click","target":4}"#).is_ok());
         // The old phrase rule still holds, now for a typed Return too.
         let trash = vec![
             t(1, "Empty all items from Trash?", 700, 400),
