@@ -236,8 +236,12 @@ pub fn semantic(
         }
     }
     notes.extend(state_changes(before, after));
-    if pixels.is_miss() && !expect.is_empty() && expect.disappears.is_empty() && !expect.changes {
-        // What OCR missed may be a field's value, read exactly.
+    // A change the pixels showed, or none asked for: an unconfirmed verdict saw the screen
+    // change.
+    let change_ok = !expect.changes || matches!(pixels, Verdict::Unconfirmed(_));
+    if pixels.is_miss() && !expect.is_empty() && expect.disappears.is_empty() && change_ok {
+        // What OCR missed may be a field's value, read exactly (the words drawn in a field
+        // the tree names are that field's target, whose text is its name).
         let all_in_fields = expect.appears.iter().chain(&expect.shows).all(|s| {
             changed
                 .iter()
@@ -843,6 +847,32 @@ mod tests {
             matches!(&v, Verdict::Verified(w) if w.contains("exactly")),
             "{v:?}"
         );
+        // The same when the batch also expects a change (the planner's typing does): the
+        // screen changed (unconfirmed, not failed), and the words drawn in the field are the
+        // field's target, named by its label.
+        let changing = Expect {
+            changes: true,
+            ..expect.clone()
+        };
+        let v = semantic(
+            &changing,
+            &["Zoë".into()],
+            &before,
+            &[field("Zoë")],
+            &pixels,
+        )
+        .unwrap();
+        assert!(
+            matches!(&v, Verdict::Verified(w) if w.contains("exactly")),
+            "{v:?}"
+        );
+        // Not when nothing changed at all.
+        let still = Verdict::Failed {
+            reason: "the screen did not change".into(),
+            no_change: true,
+        };
+        let v = semantic(&changing, &["Zoë".into()], &before, &[field("Zoë")], &still);
+        assert!(!matches!(v, Some(Verdict::Verified(_))), "{v:?}");
         // A character lost on the way: the field holds something else.
         let v = semantic(
             &expect,

@@ -207,18 +207,21 @@ fn one(exe: &Path, name: &str, script: bool) -> Result<(Judged, usize, f64)> {
         std::thread::sleep(Duration::from_millis(50));
     };
     let secs = started.elapsed().as_secs_f64();
-    let steps = std::fs::read_dir(data.join("voxdesk/sessions"))
+    let session = std::fs::read_dir(data.join("voxdesk/sessions"))
         .ok()
         .and_then(|mut rd| rd.next())
         .and_then(|e| e.ok())
         .and_then(|e| std::fs::read_to_string(e.path().join("session.json")).ok())
         .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
-        .and_then(|v| v["steps"].as_array().map(Vec::len))
-        .unwrap_or(0);
+        .unwrap_or_default();
+    let steps = session["steps"].as_array().map(Vec::len).unwrap_or(0);
     let mut j = judge(&t);
     let want = Some(t.exit);
     j.agrees = j.success == (code == want);
-    j.seen.push_str(&format!(" (voxdesk exit {code:?})"));
+    // What voxdesk said at the end, for the notes under the table.
+    let summary = session["summary"].as_str().unwrap_or("");
+    j.seen
+        .push_str(&format!(" (voxdesk exit {code:?}: {summary})"));
     Ok((j, steps, secs))
 }
 
