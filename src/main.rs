@@ -33,6 +33,14 @@ enum Cmd {
         json: bool,
         image: PathBuf,
     },
+    /// What the offline recogniser (Moonshine) hears in WAV files: the words, how sure, how long.
+    Hear {
+        /// One JSON object per file.
+        #[arg(long)]
+        json: bool,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// One observation of the live screen.
     Look {
         #[arg(long)]
@@ -334,6 +342,10 @@ fn run(cli: Cli) -> Result<Exit> {
             yes,
             batch,
         } => cli::act::run(mode, json, yes, batch, config),
+        Cmd::Hear { json, files } => {
+            let models = cli::settings(config, None)?.settings.models_dir;
+            cli::hear::run(json, &files, models)
+        }
         Cmd::Ocr { json, image } => {
             let debug_dir = cli::settings(config, None)?.settings.perception.debug_dir;
             cli::look::ocr(json, &image, debug_dir)
@@ -351,7 +363,8 @@ fn run(cli: Cli) -> Result<Exit> {
             perception: cli::settings(config, None)?.settings.perception,
         }),
         Cmd::Doctor => {
-            let checks = cli::doctor::run();
+            let models = cli::settings(config, None)?.settings.models_dir;
+            let checks = cli::doctor::run(models.as_deref(), true);
             print!("{}", cli::doctor::render(&checks));
             Ok(if cli::doctor::all_ok(&checks) {
                 Exit::Ok

@@ -58,7 +58,9 @@ impl Check {
 }
 
 /// Run every check against the real environment.
-pub fn run() -> Vec<Check> {
+/// Every check. `models`: the models directory the settings name; `load_model`: load the
+/// speech model to prove it works (the daemon's periodic health only looks for its files).
+pub fn run(models: Option<&std::path::Path>, load_model: bool) -> Vec<Check> {
     let mut out = Vec::new();
     let env = |k: &str| std::env::var(k).ok();
     let wayland = capture::is_wayland(env);
@@ -161,6 +163,8 @@ pub fn run() -> Vec<Check> {
             ),
         },
     );
+    // The learned recogniser: its model and ONNX Runtime, loaded (not run).
+    out.push(ears(models, load_model));
     // Which realtime providers have a key (never the key itself).
     let keys: Vec<String> = [("gemini", "GEMINI_API_KEY"), ("openai", "OPENAI_API_KEY")]
         .iter()
@@ -171,6 +175,55 @@ pub fn run() -> Vec<Check> {
         .collect();
     out.push(Check::ok("realtime-keys", keys.join(", ")));
     out
+}
+
+/// The offline recogniser (Moonshine on ONNX Runtime): where it lives, and whether it loads.
+fn ears(models: Option<&std::path::Path>, load: bool) -> Check {
+    let Some(dir) = voxdesk_onnx::models_dir(models) else {
+        return Check::warn(
+            "speech-model",
+            "no models directory (no HOME, no models.dir)",
+            "set models.dir (or VOXDESK_MODELS_DIR)",
+        );
+    };
+    if !load {
+        let files = [
+            voxdesk_onnx::RUNTIME,
+            "moonshine-base-en/encoder_model.ort",
+            "moonshine-base-en/decoder_model_merged.ort",
+            "moonshine-base-en/tokenizer.json",
+        ];
+        return match files.iter().find(|f| !dir.join(f).is_file()) {
+            None => Check::ok(
+                "speech-model",
+                format!("Moonshine base (English) in {}", dir.display()),
+            ),
+            Some(f) => Check::warn(
+                "speech-model",
+                format!(
+                    "no {}: offline listening falls back to pocketsphinx's grammar",
+                    dir.join(f).display()
+                ),
+                voxdesk_onnx::INSTALL,
+            ),
+        };
+    }
+    let t = std::time::Instant::now();
+    match voxdesk_moonshine::Moonshine::load(&dir, 1) {
+        Ok(_) => Check::ok(
+            "speech-model",
+            format!(
+                "Moonshine base (English) on ONNX Runtime 1.22.1 in {}, loaded in {:.0} ms",
+                dir.display(),
+                t.elapsed().as_secs_f64() * 1000.0
+            ),
+        ),
+        Err(e) => Check::warn(
+            "speech-model",
+            format!("{e}; offline listening falls back to pocketsphinx's grammar"),
+            voxdesk_onnx::INSTALL,
+        ),
+    }
 }
 
 /// The accessibility bus: up or not, the desktop's switch, which applications expose a tree and

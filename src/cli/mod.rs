@@ -2,6 +2,7 @@
 
 pub mod act;
 pub mod doctor;
+pub mod hear;
 pub mod listen;
 pub mod listen_local;
 pub mod look;

@@ -70,6 +70,8 @@ fn real(name: &str) -> PathBuf {
 /// The workspace's product crates, lowest first: each may depend only on those before it.
 const LAYERS: &[&str] = &[
     "voxdesk-core",
+    "voxdesk-onnx",
+    "voxdesk-moonshine",
     "voxdesk-perception",
     "voxdesk-a11y",
     "voxdesk-screen",
@@ -343,6 +345,8 @@ fn each_device_crate_has_one_owner() {
         ("earshot::", &["voice/listen.rs"]),
         // The accessibility bus: one crate of its own (a reader, its walk, its event watcher).
         ("zbus::", &["a11y/lib.rs", "a11y/walk.rs", "a11y/events.rs"]),
+        // ONNX Runtime: the runtime crate, and the model on it.
+        ("ort::", &["onnx/lib.rs", "moonshine/lib.rs"]),
         // The daemon's server: its routes and where it is started.
         ("axum::", &["cli/serve/api.rs", "cli/serve/mod.rs"]),
     ];

@@ -98,6 +98,150 @@ const RUN_PKGS: &[&str] = &[
 /// The official SDKs whose types judge the frames voxdesk sends (the versions
 /// `../shared/realtime-protocols.md` was written against).
 const SDKS: &[&str] = &["google-genai==3.6.1", "openai==3.57.0"];
+
+/// The learned models and the ONNX Runtime they run on, each from a wheel on PyPI (pinned, the
+/// wheel's and every file's sha256 checked): (package==version, wheel file, its sha256, [(path
+/// in the wheel, path under the models directory, sha256)]).
+type Wheel = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str, &'static str)],
+);
+const MODEL_WHEELS: &[Wheel] = &[
+    (
+        "moonshine-cpp==0.1.4",
+        "moonshine_cpp-0.1.4-py3-none-manylinux2014_x86_64.whl",
+        "f7afc662bdd3ef98815ee3b940438b456e77d5a77cea5396ed9c572785412ebd",
+        &[
+            (
+                "moonshine_cpp-0.1.4.data/purelib/moonshine_cpp/models/base-en/encoder_model.ort",
+                "moonshine-base-en/encoder_model.ort",
+                "9d1a19e044cbf89a207723d1adb667de89a5671a1e3e611b8ebe721b2c31219c",
+            ),
+            (
+                "moonshine_cpp-0.1.4.data/purelib/moonshine_cpp/models/base-en/decoder_model_merged.ort",
+                "moonshine-base-en/decoder_model_merged.ort",
+                "370e0c1f161d68dc1c2264c1a82024fb123380da3b73f47f05531d1e8d3308c3",
+            ),
+            (
+                "moonshine_cpp-0.1.4.data/purelib/moonshine_cpp/libonnxruntime.so.1.22.1",
+                "onnxruntime/libonnxruntime.so.1.22.1",
+                "ad9665887025474170d3e71cd28021e7e811c5bf201bc365f953e34a2c4989cc",
+            ),
+            (
+                "moonshine_cpp-0.1.4.data/purelib/moonshine_cpp/LICENSE",
+                "moonshine-base-en/LICENSE",
+                "",
+            ),
+        ],
+    ),
+    (
+        // Only the tokenizer: this package's own code fetches weights at run time.
+        "useful-moonshine-onnx==20251121",
+        "useful_moonshine_onnx-20251121-py3-none-any.whl",
+        "b4189b0d7dc8064d567fd0b5d5ce78634be290b0a3a3274ab80ad11c46d531a2",
+        &[(
+            "moonshine_onnx/assets/tokenizer.json",
+            "moonshine-base-en/tokenizer.json",
+            "b68b995a58b3373db6c4f46864a9db50cd1333d086150ffa2c1096581ede9c10",
+        )],
+    ),
+];
+
+/// Where the models go: `VOXDESK_MODELS_DIR`, else `$XDG_DATA_HOME/voxdesk/models`, else
+/// `~/.local/share/voxdesk/models` (where voxdesk looks by default).
+fn models_dir() -> Result<PathBuf> {
+    if let Some(d) = std::env::var_os("VOXDESK_MODELS_DIR") {
+        return Ok(PathBuf::from(d));
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .context("no HOME to install the models under (set VOXDESK_MODELS_DIR)")?;
+    Ok(data.join("voxdesk/models"))
+}
+
+fn sha256(path: &Path) -> Result<String> {
+    let o = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .context("running sha256sum (coreutils)")?;
+    let out = String::from_utf8_lossy(&o.stdout);
+    out.split_whitespace()
+        .next()
+        .map(str::to_string)
+        .with_context(|| format!("sha256sum gave nothing for {}", path.display()))
+}
+
+/// `cargo xtask models`: the wheels downloaded from PyPI (once, kept under target/), checked,
+/// and the files voxdesk needs unpacked into the models directory. Returns that directory.
+fn install_models() -> Result<PathBuf> {
+    let dir = models_dir()?;
+    let ok = |rel: &str, sum: &str| {
+        let p = dir.join(rel);
+        p.is_file() && (sum.is_empty() || sha256(&p).ok().as_deref() == Some(sum))
+    };
+    if MODEL_WHEELS
+        .iter()
+        .all(|w| w.3.iter().all(|(_, rel, sum)| ok(rel, sum)))
+    {
+        return Ok(dir);
+    }
+    let python = sdk_venv()?;
+    let wheels = root().join("target/model-wheels");
+    std::fs::create_dir_all(&wheels)?;
+    for (pkg, file, sum, files) in MODEL_WHEELS {
+        let whl = wheels.join(file);
+        if !whl.is_file() || sha256(&whl)? != *sum {
+            let _ = std::fs::remove_file(&whl);
+            eprintln!("xtask: downloading {pkg} from PyPI");
+            run(Command::new(&python)
+                .args([
+                    "-m",
+                    "pip",
+                    "download",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                ])
+                .args(["--no-deps", "--only-binary=:all:", "--dest"])
+                .arg(&wheels)
+                .arg(pkg))
+            .with_context(|| format!("downloading {pkg} from PyPI"))?;
+        }
+        let got = sha256(&whl)?;
+        if got != *sum {
+            bail!("{file}: sha256 {got}, expected {sum}: not the wheel voxdesk was built against");
+        }
+        let unpacked = wheels.join(format!("{file}.d"));
+        let _ = std::fs::remove_dir_all(&unpacked);
+        run(Command::new(&python)
+            .args(["-m", "zipfile", "-e"])
+            .arg(&whl)
+            .arg(&unpacked))
+        .with_context(|| format!("unpacking {file}"))?;
+        for (inner, rel, want) in files.iter() {
+            let from = unpacked.join(inner);
+            let to = dir.join(rel);
+            std::fs::create_dir_all(to.parent().expect("a file under the models directory"))?;
+            std::fs::copy(&from, &to).with_context(|| format!("{inner} is not in {file}"))?;
+            if !want.is_empty() {
+                let got = sha256(&to)?;
+                if got != *want {
+                    let _ = std::fs::remove_file(&to);
+                    bail!("{rel}: sha256 {got}, expected {want}");
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&unpacked);
+    }
+    eprintln!(
+        "xtask: models and ONNX Runtime installed in {}",
+        dir.display()
+    );
+    Ok(dir)
+}
 /// Packages to render the UI fixtures (headless Chromium and the fonts the pages name).
 const FIXTURE_PKGS: &[&str] = &["chromium", "fonts-dejavu-core", "fonts-liberation2"];
 
@@ -109,8 +253,9 @@ fn main() -> ExitCode {
         Some("fixtures") => fixtures(),
         Some("rig") => rig_shell(&args[1..]),
         Some("deps") => ensure_packages(&[BUILD_PKGS, RUN_PKGS].concat()),
+        Some("models") => install_models().map(|d| println!("{}", d.display())),
         _ => {
-            eprintln!("usage: cargo xtask <test|demo|fixtures|deps|rig -- CMD...>\n  test      every test, desktop tests on a private Xvfb\n  demo      voxdesk on a private virtual desktop with xcalc\n  fixtures  re-render tests/fixtures/ui with headless Chromium\n  rig CMD   run CMD inside a private virtual desktop");
+            eprintln!("usage: cargo xtask <test|demo|fixtures|deps|models|rig -- CMD...>\n  test      every test, desktop tests on a private Xvfb\n  models    install the speech model and ONNX Runtime from PyPI (pinned, checked)\n  demo      voxdesk on a private virtual desktop with xcalc\n  fixtures  re-render tests/fixtures/ui with headless Chromium\n  rig CMD   run CMD inside a private virtual desktop");
             return ExitCode::from(2);
         }
     };
@@ -524,6 +669,7 @@ fn test(extra: &[String]) -> Result<()> {
     // Build first, outside the rig: a long compile should not hold a display.
     run(cargo().args(["test", "--workspace", "--no-run"]))?;
     let python = sdk_venv()?;
+    let models = install_models()?;
     panel_driver()?;
     let frames = root().join("target/realtime-frames.jsonl");
     let _ = std::fs::remove_file(&frames);
@@ -531,6 +677,7 @@ fn test(extra: &[String]) -> Result<()> {
     let mut c = rig.cmd(&std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.current_dir(root())
         .env("VOXDESK_FRAME_DUMP", &frames)
+        .env("VOXDESK_MODELS_DIR", &models)
         .args(["test", "--workspace"])
         .args(extra);
     let st = c.status().context("running cargo test")?;
@@ -916,7 +1063,15 @@ fn rig_shell(args: &[String]) -> Result<()> {
     };
     ensure_packages(RUN_PKGS)?;
     let rig = Rig::start()?;
-    let st = rig.cmd(prog).args(rest).current_dir(root()).status()?;
+    let mut c = rig.cmd(prog);
+    // The models where `cargo xtask models` put them (tests in the rig use a data dir of
+    // their own).
+    if let Ok(d) = models_dir().map(|d| d.is_dir().then_some(d)) {
+        if let Some(d) = d {
+            c.env("VOXDESK_MODELS_DIR", d);
+        }
+    }
+    let st = c.args(rest).current_dir(root()).status()?;
     drop(rig);
     if !st.success() {
         bail!("{prog} exited with {st}");

@@ -135,6 +135,9 @@ pub struct Settings {
     pub voice: Voice,
     pub perception: Perception,
     pub lock_lease_ms: u64,
+    /// The learned models and ONNX Runtime (none: `$XDG_DATA_HOME/voxdesk/models`, where
+    /// `cargo xtask models` installs them).
+    pub models_dir: Option<PathBuf>,
     /// Keep a screenshot of every step in the session record (the desktop as it was: private).
     pub record_screenshots: bool,
 }
@@ -244,6 +247,7 @@ impl Default for Settings {
             },
             perception: Perception::default(),
             lock_lease_ms: 5000,
+            models_dir: None,
             record_screenshots: true,
         }
     }
@@ -273,6 +277,7 @@ pub const KEYS: &[&str] = &[
     "stop.combo",
     "stop.hold_ms",
     "lock.lease_ms",
+    "models.dir",
     "record.screenshots",
     "realtime.gemini_model",
     "realtime.openai_model",
@@ -305,6 +310,7 @@ pub const ENV: &[(&str, &str)] = &[
     ("VOXDESK_SPHINX_MODEL", "voice.sphinx_model"),
     ("VOXDESK_SPHINX_ARGS", "voice.sphinx_args"),
     ("VOXDESK_DEBUG_DIR", "perception.debug_dir"),
+    ("VOXDESK_MODELS_DIR", "models.dir"),
     ("VOXDESK_ACCESSIBILITY", "perception.accessibility"),
 ];
 
@@ -538,6 +544,7 @@ fn apply(s: &mut Settings, key: &str, v: &Raw) -> Result<(), String> {
         "stop.combo" => s.stop.combo = parse_combo(&v.string()?)?,
         "stop.hold_ms" => s.stop.hold_ms = v.uint(50..=5000)?,
         "lock.lease_ms" => s.lock_lease_ms = v.uint(500..=600_000)?,
+        "models.dir" => s.models_dir = Some(v.path()?),
         "record.screenshots" => s.record_screenshots = v.boolean()?,
         "realtime.gemini_model" => s.realtime.gemini_model = Some(v.string()?),
         "realtime.openai_model" => s.realtime.openai_model = Some(v.string()?),
@@ -639,6 +646,7 @@ impl Loaded {
                 "stop.combo" => format!("{:?}", s.stop.combo.to_string()),
                 "stop.hold_ms" => s.stop.hold_ms.to_string(),
                 "lock.lease_ms" => s.lock_lease_ms.to_string(),
+                "models.dir" => path(&s.models_dir),
                 "record.screenshots" => s.record_screenshots.to_string(),
                 "realtime.gemini_model" => {
                     format!("{:?}", s.realtime.gemini_model.as_deref().unwrap_or(""))

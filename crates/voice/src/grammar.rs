@@ -322,6 +322,34 @@ fn word_alts(word: &str) -> Vec<Vec<String>> {
     }
 }
 
+/// A written transcript (a learned recogniser's: capitals, punctuation, digits, "invoice.pdf")
+/// as the words a person said, in the grammar's vocabulary: each word said as a label of that
+/// text would be ("7" → "seven", "+" → "plus", "invoice.pdf" → "invoice dot pdf"), sentence
+/// punctuation dropped.
+pub fn words_of(transcript: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for token in transcript.split_whitespace() {
+        let whole = WHOLE_SYMBOLS.iter().any(|(s, _)| *s == token);
+        let t = if whole {
+            token
+        } else {
+            token
+                .trim_end_matches(['.', ',', '!', '?', ';', ':', '"', '\'', '”', '’', ')'])
+                .trim_start_matches(['"', '\'', '“', '‘', '('])
+        };
+        if t.is_empty() {
+            continue;
+        }
+        // Of the ways the text can be said, the one closest to how it was written ("pdf",
+        // not "p d f").
+        match spoken_forms(t).into_iter().min_by_key(Vec::len) {
+            Some(f) if !f.is_empty() => out.extend(f),
+            _ => out.push(t.to_lowercase()),
+        }
+    }
+    out.join(" ")
+}
+
 /// Spoken forms of a screen label, each a list of lowercase words.
 ///
 /// Rules:
@@ -874,6 +902,41 @@ impl Grammar {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_written_transcript_is_read_as_the_words_said() {
+        let cases = [
+            ("Click plus.", "click plus"),
+            ("Click +", "click plus"),
+            ("Click 7.", "click seven"),
+            ("Double-click invoice.pdf!", "double click invoice dot pdf"),
+            ("Stop.", "stop"),
+            ("  ", ""),
+        ];
+        for (said, want) in cases {
+            assert_eq!(words_of(said), want, "{said:?}");
+        }
+        // What the old recogniser got wrong, read back against a calculator's keys.
+        let g = build(
+            &["+".into(), "not".into(), "7".into(), "AC".into()],
+            &["stop".into()],
+            Mode::Commands,
+        );
+        assert_eq!(
+            g.interpret(&words_of("Click plus.")),
+            Heard::Command("click +".into())
+        );
+        assert_eq!(
+            g.interpret(&words_of("Click not.")),
+            Heard::Command("click not".into())
+        );
+        assert_eq!(g.interpret(&words_of("Stop.")), Heard::Stop("stop".into()));
+        assert_eq!(
+            g.interpret(&words_of("What is the weather like today?")),
+            Heard::Nothing
+        );
+    }
+
     use super::*;
 
     fn s(v: &[&str]) -> Vec<String> {

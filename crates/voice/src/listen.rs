@@ -668,6 +668,65 @@ pub fn rms(pcm: &[i16]) -> f32 {
     ((s / pcm.len() as f64).sqrt() / 32768.0) as f32
 }
 
+/// The samples of a 16-bit PCM WAV file (any rate, any channels) as the recogniser takes them:
+/// 16 kHz mono. Anything else is an error that says how to convert it.
+pub fn read_wav(path: &std::path::Path) -> Result<Vec<i16>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (rate, channels, pcm) = parse_wav(&bytes).map_err(|e| {
+        format!(
+            "{}: {e} (voxdesk reads 16-bit PCM WAV; convert with `sox IN -b 16 OUT.wav`)",
+            path.display()
+        )
+    })?;
+    let samples: Vec<f32> = pcm.iter().map(|&x| f32::from(x) / 32768.0).collect();
+    let mut framer = crate::mic::Framer::new(rate, RATE, 20, channels)?;
+    let mut out = Vec::with_capacity(samples.len() * RATE as usize / rate.max(1) as usize);
+    framer.push(&samples, |f| out.extend(f));
+    // The last partial frame, padded with silence.
+    let pad = vec![0.0f32; channels * (rate as usize / 50)];
+    framer.push(&pad, |f| out.extend(f));
+    Ok(out)
+}
+
+/// A RIFF WAVE file's rate, channels and 16-bit samples (interleaved); pure.
+pub fn parse_wav(b: &[u8]) -> Result<(u32, usize, Vec<i16>), String> {
+    if b.len() < 12 || &b[..4] != b"RIFF" || &b[8..12] != b"WAVE" {
+        return Err("not a RIFF WAVE file".into());
+    }
+    let (mut at, mut fmt) = (12usize, None);
+    while at + 8 <= b.len() {
+        let id = &b[at..at + 4];
+        let len = u32::from_le_bytes([b[at + 4], b[at + 5], b[at + 6], b[at + 7]]) as usize;
+        let body = &b[at + 8..(at + 8).saturating_add(len).min(b.len())];
+        match id {
+            b"fmt " if body.len() >= 16 => {
+                let u16_at = |i: usize| u16::from_le_bytes([body[i], body[i + 1]]);
+                let rate = u32::from_le_bytes([body[4], body[5], body[6], body[7]]);
+                // PCM, or WAVE_FORMAT_EXTENSIBLE (whose subformat sox writes as PCM).
+                let (format, channels, bits) = (u16_at(0), u16_at(2), u16_at(14));
+                if !(format == 1 || format == 0xFFFE) || bits != 16 {
+                    return Err(format!("format {format}, {bits} bits: not 16-bit PCM"));
+                }
+                if channels == 0 || rate == 0 {
+                    return Err("no channels or no rate".into());
+                }
+                fmt = Some((rate, channels as usize));
+            }
+            b"data" => {
+                let (rate, channels) = fmt.ok_or("the data comes before its format")?;
+                let pcm = body
+                    .chunks_exact(2)
+                    .map(|c| i16::from_le_bytes([c[0], c[1]]))
+                    .collect();
+                return Ok((rate, channels, pcm));
+            }
+            _ => {}
+        }
+        at = at + 8 + len + (len & 1);
+    }
+    Err("no data".into())
+}
+
 /// A 16 kHz mono WAV of `pcm`.
 pub fn write_wav(path: &std::path::Path, pcm: &[i16]) -> std::io::Result<()> {
     let data = (pcm.len() * 2) as u32;
@@ -695,6 +754,29 @@ pub fn write_wav(path: &std::path::Path, pcm: &[i16]) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_wav_is_read_back_as_written_and_a_broken_one_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("voxdesk-wav-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let wav = dir.join("a.wav");
+        let pcm: Vec<i16> = (0..1600).map(|i| ((i % 50) * 100) as i16).collect();
+        write_wav(&wav, &pcm).unwrap();
+        let (rate, ch, back) = parse_wav(&std::fs::read(&wav).unwrap()).unwrap();
+        assert_eq!((rate, ch), (RATE, 1));
+        assert_eq!(back, pcm);
+        assert!(read_wav(&wav).unwrap().len() >= pcm.len());
+        for bad in [
+            &b""[..],
+            b"RIFF\0\0\0\0WAVE",
+            b"RIFF\0\0\0\0WAVEdata\x04\0\0\0abcd",
+            b"not a wav at all",
+        ] {
+            assert!(parse_wav(bad).is_err(), "{bad:?}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     use super::*;
 
     #[test]

@@ -20,14 +20,17 @@ pub struct Health {
 
 impl Health {
     /// Run the checks once now, then every `EVERY` on a thread of their own.
-    pub fn start(combo: String, hold_ms: u64) -> Health {
-        let checks = Arc::new(Mutex::new((doctor::run(), Instant::now())));
+    pub fn start(combo: String, hold_ms: u64, models: Option<std::path::PathBuf>) -> Health {
+        let checks = Arc::new(Mutex::new((
+            doctor::run(models.as_deref(), false),
+            Instant::now(),
+        )));
         let c = checks.clone();
         let _ = std::thread::Builder::new()
             .name("voxdesk-health".into())
             .spawn(move || loop {
                 std::thread::sleep(EVERY);
-                let fresh = doctor::run();
+                let fresh = doctor::run(models.as_deref(), false);
                 *c.lock().unwrap_or_else(|p| p.into_inner()) = (fresh, Instant::now());
             });
         Health {

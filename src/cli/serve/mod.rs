@@ -141,6 +141,7 @@ pub fn serve(a: ServeArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     let health = health::Health::start(
         loaded.settings.stop.combo.to_string(),
         loaded.settings.stop.hold_ms,
+        loaded.settings.models_dir.clone(),
     );
     let app = Arc::new(api::App {
         token,

@@ -1,0 +1,106 @@
+//! ONNX Runtime for the learned models: the shared library a PyPI wheel ships (never downloaded at build or run time), found in voxdesk's models directory, loaded once per process through `ort`'s `load-dynamic`; a missing file is an error that names the file and the one command that installs it. The product's only `ort` user besides the model crates above it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+pub use ort;
+
+/// The library, as `cargo xtask models` unpacks it from `moonshine-cpp`'s wheel (its own
+/// ONNX Runtime 1.22.1; `ort` without its newest API levels runs on it).
+pub const RUNTIME: &str = "onnxruntime/libonnxruntime.so.1.22.1";
+
+/// The one command that installs the runtime and the models (pinned versions, sha256 checked).
+pub const INSTALL: &str = "cargo xtask models";
+
+#[derive(Debug, thiserror::Error)]
+pub enum OnnxError {
+    #[error("{what} is missing: no {path} (install it with `{INSTALL}`, or point models.dir / VOXDESK_MODELS_DIR at a directory that has it)")]
+    Missing { what: String, path: PathBuf },
+    #[error("ONNX Runtime could not be loaded from {path}: {why}")]
+    Load { path: PathBuf, why: String },
+    #[error("{0}")]
+    Model(String),
+}
+
+/// Where the models live: `dir` when the settings name one, else `$XDG_DATA_HOME/voxdesk/models`
+/// (`~/.local/share/voxdesk/models`).
+pub fn models_dir(dir: Option<&Path>) -> Option<PathBuf> {
+    dir.map(Path::to_path_buf).or_else(|| {
+        directories::ProjectDirs::from("", "", "voxdesk").map(|d| d.data_dir().join("models"))
+    })
+}
+
+/// `path`, or the error that says it is missing and how to install it.
+pub fn need(what: &str, path: PathBuf) -> Result<PathBuf, OnnxError> {
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(OnnxError::Missing {
+            what: what.to_string(),
+            path,
+        })
+    }
+}
+
+static ENV: OnceLock<ort::environment::Environment> = OnceLock::new();
+static STARTING: Mutex<()> = Mutex::new(());
+
+/// The process's ONNX Runtime environment, loaded from `models`' runtime on first use (ONNX
+/// Runtime allows one per process; later calls share it, whatever directory they name).
+pub fn environment(models: &Path) -> Result<ort::environment::Environment, OnnxError> {
+    if let Some(e) = ENV.get() {
+        return Ok(e.clone());
+    }
+    let _one = STARTING.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(e) = ENV.get() {
+        return Ok(e.clone());
+    }
+    let lib = need("ONNX Runtime", models.join(RUNTIME))?;
+    let fail = |why: String| OnnxError::Load {
+        path: lib.clone(),
+        why,
+    };
+    let env = ort::init_from(&lib)
+        .map_err(|e| fail(e.to_string()))?
+        .with_name("voxdesk")
+        .build()
+        .map_err(|e| fail(e.to_string()))?;
+    Ok(ENV.get_or_init(|| env).clone())
+}
+
+/// A session for the model file `path`, its work on `threads` threads (the recogniser runs off
+/// the audio and async threads, on a thread of its own).
+pub fn session(
+    env: &ort::environment::Environment,
+    path: &Path,
+    threads: usize,
+) -> Result<ort::session::Session, OnnxError> {
+    let bad = |e: String| OnnxError::Model(format!("{}: {e}", path.display()));
+    ort::session::Session::builder(env)
+        .map_err(|e| bad(e.to_string()))?
+        .with_intra_threads(threads.max(1))
+        .map_err(|e| bad(e.to_string()))?
+        .with_inter_threads(1)
+        .map_err(|e| bad(e.to_string()))?
+        .commit_from_file(path)
+        .map_err(|e| bad(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_runtime_names_the_file_and_the_install_command() {
+        let dir = std::env::temp_dir().join("voxdesk-onnx-test-none");
+        let e = environment(&dir).unwrap_err().to_string();
+        assert!(e.contains("libonnxruntime.so.1.22.1"), "{e}");
+        assert!(e.contains("cargo xtask models"), "{e}");
+    }
+
+    #[test]
+    fn the_models_dir_is_the_setting_or_the_data_dir() {
+        assert_eq!(models_dir(Some(Path::new("/m"))), Some(PathBuf::from("/m")));
+        assert!(models_dir(None).is_some_and(|d| d.ends_with("voxdesk/models")));
+    }
+}
