@@ -31,6 +31,9 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
     let barge = voice.lock().ok().and_then(|v| v.barge());
     let mut spec =
         listen::Spec::new(s.realtime.stop_words.clone(), true, Mode::Commands).tuned(&s.voice);
+    if s.voice.learned {
+        spec.ears = voxdesk_onnx::models_dir(s.models_dir.as_deref());
+    }
     let _ptt = match &a.push_to_talk {
         Some(c) => {
             let combo = match voxdesk_core::action::parse_combo(c) {

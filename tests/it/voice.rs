@@ -410,8 +410,16 @@ struct Listening {
 
 impl Listening {
     fn start(display: &str, data: &Path, apps: &str) -> Listening {
+        Self::start_with(display, data, apps, &[])
+    }
+
+    fn start_with(display: &str, data: &Path, apps: &str, env: &[(&str, &str)]) -> Listening {
         use std::io::BufRead;
-        let mut child = bin()
+        let mut child = bin();
+        for (k, v) in env {
+            child.env(k, v);
+        }
+        let mut child = child
             .env("DISPLAY", display)
             .env("XDG_DATA_HOME", data)
             .env("VOXDESK_ALLOW_APPS", apps)
@@ -719,5 +727,60 @@ fn hear_prints_what_it_heard_and_a_missing_model_says_how_to_install_it() {
     assert!(
         err.contains("encoder_model.ort") && err.contains("cargo xtask models"),
         "{err}"
+    );
+}
+
+/// `voxdesk listen --provider local` with the learned ears (`VOXDESK_LEARNED_EARS=1`): "type …"
+/// heard by Moonshine types what was said word for word into a terminal (its program writes
+/// each key to a file: the effect, read from outside); other speech is not understood and
+/// nothing more runs.
+#[test]
+fn learned_ears_type_what_is_said_word_for_word_and_ignore_other_speech() {
+    let Some(rig) = rig() else { return };
+    if std::env::var_os("VOXDESK_MODELS_DIR").is_none() {
+        panic!("cargo xtask test installs the models and names them in VOXDESK_MODELS_DIR");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typed.txt");
+    let script = format!("stty -icanon -echo; exec cat > {}", file.display());
+    let _term = app(
+        &rig,
+        &[
+            "xterm",
+            "-geometry",
+            "100x20+100+100",
+            "-e",
+            "sh",
+            "-c",
+            &script,
+        ],
+        "XTerm",
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let l = Listening::start_with(&rig, dir.path(), "XTerm", &[("VOXDESK_LEARNED_EARS", "1")]);
+    let wav = dir.path().join("say.wav");
+    say_to(FLITE, "type good morning", &wav);
+    into_mic(&wav);
+    assert!(
+        wait_for(Duration::from_secs(30), || std::fs::read_to_string(&file)
+            .is_ok_and(|t| t.contains("good morning"))),
+        "nothing typed: {:?}\n{}",
+        std::fs::read_to_string(&file).unwrap_or_default(),
+        l.text()
+    );
+    // Not a command: not understood, and nothing more is typed.
+    say_to(FLITE, "what is the weather like today", &wav);
+    into_mic(&wav);
+    assert!(
+        l.wait("not understood", Duration::from_secs(15)),
+        "{}",
+        l.text()
+    );
+    let out = l.end();
+    assert_eq!(out.matches("session: ").count(), 1, "{out}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap().trim(),
+        "good morning",
+        "{out}"
     );
 }

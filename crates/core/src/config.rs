@@ -104,6 +104,9 @@ pub struct Voice {
     pub sphinx_model: Option<PathBuf>,
     /// Extra pocketsphinx flags, whitespace-separated.
     pub sphinx_args: Vec<String>,
+    /// Hear commands and answers with the learned recogniser (Moonshine, from the models
+    /// directory) instead of pocketsphinx's grammar; off until its figures are measured.
+    pub learned: bool,
 }
 
 /// Perception's knobs.
@@ -292,6 +295,7 @@ pub const KEYS: &[&str] = &[
     "voice.dump_dir",
     "voice.sphinx_model",
     "voice.sphinx_args",
+    "voice.learned",
     "perception.debug_dir",
     "perception.accessibility",
     "perception.tree_budget_ms",
@@ -309,6 +313,7 @@ pub const ENV: &[(&str, &str)] = &[
     ("VOXDESK_LISTEN_DUMP", "voice.dump_dir"),
     ("VOXDESK_SPHINX_MODEL", "voice.sphinx_model"),
     ("VOXDESK_SPHINX_ARGS", "voice.sphinx_args"),
+    ("VOXDESK_LEARNED_EARS", "voice.learned"),
     ("VOXDESK_DEBUG_DIR", "perception.debug_dir"),
     ("VOXDESK_MODELS_DIR", "models.dir"),
     ("VOXDESK_ACCESSIBILITY", "perception.accessibility"),
@@ -567,6 +572,7 @@ fn apply(s: &mut Settings, key: &str, v: &Raw) -> Result<(), String> {
         "realtime.give_up_ms" => s.realtime.give_up_ms = Some(v.uint(100..=3_600_000)?),
         "voice.mic" => s.voice.mic = Some(v.string()?).filter(|m| !m.is_empty()),
         "voice.denoise" => s.voice.denoise = v.boolean()?,
+        "voice.learned" => s.voice.learned = v.boolean()?,
         "voice.reject_below" => s.voice.reject_below = Some(v.float(-1e9..=1e9)?),
         "voice.dump_dir" => s.voice.dump_dir = Some(v.path()?),
         "voice.sphinx_model" => s.voice.sphinx_model = Some(v.path()?),
@@ -672,6 +678,7 @@ impl Loaded {
                 "voice.dump_dir" => path(&s.voice.dump_dir),
                 "voice.sphinx_model" => path(&s.voice.sphinx_model),
                 "voice.sphinx_args" => list(&s.voice.sphinx_args),
+                "voice.learned" => s.voice.learned.to_string(),
                 "perception.debug_dir" => path(&s.perception.debug_dir),
                 "perception.accessibility" => s.perception.accessibility.to_string(),
                 "perception.tree_budget_ms" => s.perception.tree_budget_ms.to_string(),

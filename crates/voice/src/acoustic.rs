@@ -94,6 +94,13 @@ impl Recognizers {
         }
     }
 
+    /// Drop an open utterance undecoded (another recogniser hears it).
+    pub fn abandon(&mut self) {
+        for r in self.each() {
+            r.abandon();
+        }
+    }
+
     /// End the open utterance: the hypothesis of the model its `snr_db` picks.
     pub fn finish(&mut self, snr_db: f32) -> Option<(Hypothesis, Model)> {
         let stock = self.stock.finish();

@@ -322,6 +322,87 @@ fn word_alts(word: &str) -> Vec<Vec<String>> {
     }
 }
 
+/// Punctuation said by name while dictating ("new line" before "line").
+const SPOKEN_PUNCTUATION: &[(&str, &str)] = &[
+    ("new paragraph", "\n\n"),
+    ("new line", "\n"),
+    ("full stop", "."),
+    ("period", "."),
+    ("comma", ","),
+    ("question mark", "?"),
+    ("exclamation mark", "!"),
+    ("colon", ":"),
+    ("semicolon", ";"),
+];
+
+/// What a person dictated after "type", word for word: the recogniser's own guesses at
+/// punctuation and capitals dropped, punctuation said by name written ("meet me comma at seven
+/// period" → "meet me, at seven.").
+pub fn dictated(words: &str) -> String {
+    let plain: Vec<String> = words
+        .split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| {
+                matches!(c, '.' | ',' | '!' | '?' | ';' | ':' | '"' | '“' | '”')
+            })
+            .to_string()
+        })
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < plain.len() {
+        let lower = |k: usize| plain.get(k).map(|w| w.to_lowercase()).unwrap_or_default();
+        let two = format!("{} {}", lower(i), lower(i + 1));
+        let hit = SPOKEN_PUNCTUATION.iter().find_map(|(said, mark)| {
+            if said.contains(' ') {
+                (two == *said).then_some((*mark, 2))
+            } else {
+                (lower(i) == *said).then_some((*mark, 1))
+            }
+        });
+        match hit {
+            Some((mark, n)) => {
+                out.push_str(mark);
+                i += n;
+            }
+            None => {
+                if !(out.is_empty() || out.ends_with('\n')) {
+                    out.push(' ');
+                }
+                out.push_str(&plain[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+impl Grammar {
+    /// A learned recogniser's transcript read as the grammar reads its own hypotheses, except
+    /// that "type …" takes whatever was said after it, word for word (free speech).
+    pub fn interpret_transcript(&self, transcript: &str) -> Heard {
+        let words = words_of(transcript);
+        if self.mode == Mode::Commands {
+            let t: Vec<String> = words.split(' ').map(str::to_string).collect();
+            if self.stop_inside(&t).is_none() && t.first().is_some_and(|w| w == "type") {
+                // The original words after "type" (the first word of the transcript).
+                let rest = transcript
+                    .trim_start()
+                    .split_once(char::is_whitespace)
+                    .map_or("", |(_, r)| r);
+                let text = dictated(rest);
+                return if text.is_empty() || text.contains('"') {
+                    Heard::Nothing
+                } else {
+                    Heard::Command(format!("type \"{text}\""))
+                };
+            }
+        }
+        self.interpret(&words)
+    }
+}
+
 /// A written transcript (a learned recogniser's: capitals, punctuation, digits, "invoice.pdf")
 /// as the words a person said, in the grammar's vocabulary: each word said as a label of that
 /// text would be ("7" → "seven", "+" → "plus", "invoice.pdf" → "invoice dot pdf"), sentence
@@ -902,6 +983,38 @@ impl Grammar {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn dictation_is_word_for_word_with_punctuation_said_by_name() {
+        let cases = [
+            ("meet me at seven.", "meet me at seven"),
+            (
+                "Meet me comma at the station period",
+                "Meet me, at the station.",
+            ),
+            ("first line new line second line", "first line\nsecond line"),
+            ("is it ready question mark", "is it ready?"),
+            ("", ""),
+        ];
+        for (said, want) in cases {
+            assert_eq!(dictated(said), want, "{said:?}");
+        }
+        let g = build(&["+".into(), "OK".into()], &["stop".into()], Mode::Commands);
+        assert_eq!(
+            g.interpret_transcript("Type meet me at seven."),
+            Heard::Command("type \"meet me at seven\"".into())
+        );
+        // A stop word said while dictating is a stop, never typed.
+        assert_eq!(
+            g.interpret_transcript("Type stop the machine."),
+            Heard::Stop("stop".into())
+        );
+        assert_eq!(g.interpret_transcript("Type."), Heard::Nothing);
+        assert_eq!(
+            g.interpret_transcript("Click plus."),
+            Heard::Command("click +".into())
+        );
+    }
 
     #[test]
     fn a_written_transcript_is_read_as_the_words_said() {

@@ -18,6 +18,10 @@ use voxdesk_input::stop::{Cause, StopLatch};
 
 /// The detector's rate and frame (earshot takes 256 samples at 16 kHz).
 pub const RATE: u32 = 16_000;
+/// The learned recogniser's transcripts with a mean log-probability below this are guesses: not
+/// understood, never acted on (its sure hearings of commands measured -0.04 to -0.6; out of
+/// noise it wanders below -0.7).
+pub const EARS_REJECT_BELOW: f64 = -1.0;
 const FRAME: usize = 256;
 /// Audio kept from before an utterance was noticed.
 const PREROLL_FRAMES: usize = 20;
@@ -97,6 +101,10 @@ pub struct Spec {
     pub dump_dir: Option<std::path::PathBuf>,
     /// The recogniser's model.
     pub model: sphinx::Model,
+    /// The models directory: with Moonshine installed there, commands and answers are heard
+    /// by it (free speech, "type" word for word); stop words asleep or beside a cloud model
+    /// stay with pocketsphinx's grammar. None, or not installed: pocketsphinx for everything.
+    pub ears: Option<std::path::PathBuf>,
 }
 
 impl Spec {
@@ -111,6 +119,7 @@ impl Spec {
             denoise: true,
             dump_dir: None,
             model: sphinx::Model::default(),
+            ears: None,
         }
     }
 
@@ -196,6 +205,17 @@ impl Listener {
         } else {
             None
         };
+        // Loaded here, before the thread starts, so a missing model is said at once.
+        let ears = match (&spec.ears, spec.recognise) {
+            (Some(dir), true) => match voxdesk_moonshine::Moonshine::load(dir, 2) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    tracing::warn!("listener: {e}; commands are heard by pocketsphinx's grammar");
+                    None
+                }
+            },
+            _ => None,
+        };
         // Only the recogniser hears cleaned frames: without one, cleaning would be wasted. A
         // cleaner that cannot start leaves the listener hearing the room as it is.
         let denoiser = if spec.denoise && recognizer.is_some() {
@@ -219,6 +239,7 @@ impl Listener {
                     floor: Floor::new(spec.tuning.clone()),
                     echo: EchoPath::default(),
                     recognizer,
+                    ears,
                     grammar: None,
                     labels: Vec::new(),
                     mode: spec.mode,
@@ -300,6 +321,8 @@ struct Worker {
     floor: Floor,
     echo: EchoPath,
     recognizer: Option<Recognizers>,
+    /// The learned recogniser, for commands and answers (see [`Spec::ears`]).
+    ears: Option<voxdesk_moonshine::Moonshine>,
     grammar: Option<grammar::Grammar>,
     labels: Vec<String>,
     mode: Mode,
@@ -418,10 +441,12 @@ impl Worker {
         if self.preroll.len() == PREROLL_FRAMES {
             self.preroll.pop_front();
         }
+        let by_ears = self.by_ears();
         if let Some(u) = &mut self.utterance {
             u.extend_from_slice(&pcm);
-            // Decoded as it is heard: at its end little is left to do.
-            if let Some(r) = &mut self.recognizer {
+            // Decoded as it is heard: at its end little is left to do. (The learned
+            // recogniser hears the whole utterance once it has ended.)
+            if let (Some(r), false) = (&mut self.recognizer, by_ears) {
                 r.feed(&pcm);
             }
         }
@@ -523,7 +548,8 @@ impl Worker {
                 }
                 floor::Event::Start => {
                     let u: Vec<i16> = self.preroll.iter().flatten().copied().collect();
-                    if let Some(r) = &mut self.recognizer {
+                    let by_ears = self.by_ears();
+                    if let (Some(r), false) = (&mut self.recognizer, by_ears) {
                         if r.begin() {
                             r.feed(&u);
                         }
@@ -538,6 +564,78 @@ impl Worker {
                 }
             }
         }
+    }
+
+    /// An utterance heard by Moonshine, on this thread (never the audio callback or tokio), read
+    /// back by the grammar of the screen's labels; a guess (mean log-probability below
+    /// [`EARS_REJECT_BELOW`]) is not understood, never acted on.
+    fn recognise_by_ears(&mut self, pcm: Vec<i16>, ended: Instant) {
+        self.stats.utterances.fetch_add(1, Ordering::Relaxed);
+        if let Some(r) = &mut self.recognizer {
+            if r.is_open() {
+                r.abandon();
+            }
+        }
+        let (Some(ears), Some(g)) = (&mut self.ears, &self.grammar) else {
+            return;
+        };
+        let samples: Vec<f32> = pcm.iter().map(|&x| f32::from(x) / 32768.0).collect();
+        let t = match ears.transcribe(&samples) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!("listener: {e}");
+                return;
+            }
+        };
+        if let Some(dir) = &self.dump_dir {
+            let n = self.stats.utterances.load(Ordering::Relaxed);
+            let _ = write_wav(&dir.join(format!("{n:03}.wav")), &pcm);
+        }
+        let meaning = if f64::from(t.logprob) < EARS_REJECT_BELOW {
+            Heard::Nothing
+        } else if self.mode_now() == Mode::Commands {
+            g.interpret_transcript(&t.text)
+        } else {
+            g.interpret(&grammar::words_of(&t.text))
+        };
+        tracing::debug!(
+            "listener: Moonshine heard {:?} ({:.2} s, log p {:.2}, {:.0} ms) → {meaning:?}",
+            t.text,
+            pcm.len() as f64 / f64::from(RATE),
+            t.logprob,
+            t.ms
+        );
+        let per_frame = f64::from(t.logprob);
+        match &meaning {
+            Heard::Nothing => {
+                if !t.text.trim().is_empty() {
+                    let _ = self.notes.send(Note::NotUnderstood {
+                        text: t.text,
+                        per_frame,
+                    });
+                }
+                return;
+            }
+            Heard::Stop(_) => {
+                self.latch.trigger(Cause::Requested);
+                if let Some(b) = &self.barge {
+                    b.interrupt();
+                }
+                self.floor.reset_pause();
+            }
+            Heard::Sleep if !self.asleep => {
+                self.asleep = true;
+                self.rebuild();
+                self.cue(false);
+            }
+            _ => {}
+        }
+        let _ = self.notes.send(Note::Heard {
+            text: t.text,
+            meaning,
+            per_frame,
+            ended,
+        });
     }
 
     fn interrupted(&mut self) {
@@ -559,7 +657,15 @@ impl Worker {
         let _ = self.notes.send(Note::Listening(listening));
     }
 
+    /// Is this utterance for the learned recogniser (commands and answers, when it loaded)?
+    fn by_ears(&self) -> bool {
+        self.ears.is_some() && matches!(self.mode_now(), Mode::Commands | Mode::Confirm)
+    }
+
     fn recognise(&mut self, pcm: Vec<i16>, ended: Instant) {
+        if self.by_ears() {
+            return self.recognise_by_ears(pcm, ended);
+        }
         self.stats.utterances.fetch_add(1, Ordering::Relaxed);
         let (Some(r), Some(g)) = (&mut self.recognizer, &self.grammar) else {
             return;
