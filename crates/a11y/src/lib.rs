@@ -1,4 +1,4 @@
-//! The accessibility tree (AT-SPI2 over D-Bus) of the focused window: the elements worth a target with their role, name, states and value, read within a time budget and a size cap, and kept between observations while the application's change events say nothing moved. The product's only zbus user.
+//! The accessibility tree (AT-SPI2 over D-Bus) of the focused window: the elements worth a target with their role, name, states and value, read within a time budget and a size cap, and kept between observations while the application's change events say nothing moved and its elements' boxes read the same. The product's only zbus user.
 //!
 //! Beside perception on the core: it names no other voxdesk crate, so nothing here can
 //! reach the pixels (Cargo refuses the `use`):
