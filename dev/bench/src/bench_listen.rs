@@ -565,13 +565,19 @@ pub fn accuracy(stop_words: &[String]) -> Result<String> {
     // Accuracy: every voice, clean and at 10 dB SNR, fed to the listener frame by frame.
     eprintln!("bench voice (local): accuracy…");
     // A listener for each condition: one that has sat in the noise, as a user's would.
+    // `VOXDESK_LEARNED_EARS=1`: the learned recogniser hears commands (the models directory
+    // from `VOXDESK_MODELS_DIR`, else the default).
+    let spec = || {
+        let mut s =
+            Spec::new(stop_words.to_vec(), true, Mode::Commands).tuned(crate::voice_knobs());
+        if crate::voice_knobs().learned {
+            let dir = std::env::var_os("VOXDESK_MODELS_DIR").map(std::path::PathBuf::from);
+            s.ears = voxdesk_onnx::models_dir(dir.as_deref());
+        }
+        s
+    };
     let start = || -> Result<Listener> {
-        let l = Listener::start(
-            Spec::new(stop_words.to_vec(), true, Mode::Commands).tuned(crate::voice_knobs()),
-            None,
-            latch.clone(),
-            None,
-        )?;
+        let l = Listener::start(spec(), None, latch.clone(), None)?;
         l.set_labels(LABELS.iter().map(|s| s.to_string()).collect());
         Ok(l)
     };
