@@ -458,9 +458,10 @@ pub struct LocalPlanner {
     next: usize,
     /// The step last sent, in words, for what is said when it cannot be confirmed.
     last_plan: String,
-    /// Scrolls made looking for the current step's label (the last one still unanswered).
+    /// Scrolls made looking for the current step's label, and the label while the last of them
+    /// is unanswered.
     searched: usize,
-    searching: bool,
+    searching: Option<String>,
     /// The step `searched` counts for.
     search_step: usize,
 }
@@ -481,9 +482,31 @@ impl LocalPlanner {
             next: 0,
             last_plan: String::new(),
             searched: 0,
-            searching: false,
+            searching: None,
             search_step: 0,
         })
+    }
+
+    /// Say `plan` and send `actions` against observation `o`.
+    fn act(
+        &mut self,
+        o: &ObservationView,
+        mut say: Vec<String>,
+        plan: String,
+        actions: Vec<Action>,
+        expect: Expect,
+    ) -> Move {
+        say.push(format!("{plan}."));
+        self.last_plan = plan.clone();
+        Move {
+            say,
+            plan,
+            what: What::Call(ToolCall::Act(Batch {
+                observation_id: Some(o.id.clone()),
+                actions,
+                expect,
+            })),
+        }
     }
 
     /// Bind the next step to the targets of `o`.
@@ -509,17 +532,7 @@ impl LocalPlanner {
                     expect.appears.push(item.clone());
                 }
                 let plan = describe(intent, &actions, &o.capture_targets);
-                say.push(format!("{plan}."));
-                self.last_plan = plan.clone();
-                Move {
-                    say,
-                    plan,
-                    what: What::Call(ToolCall::Act(Batch {
-                        observation_id: Some(o.id.clone()),
-                        actions,
-                        expect,
-                    })),
-                }
+                self.act(o, say, plan, actions, expect)
             }
             // A label not on screen may be further down (a long page, a list): scroll the
             // focused window's content and look again, a few times, until a scroll moves
@@ -529,26 +542,18 @@ impl LocalPlanner {
                     && matches!(intent, Intent::Click { .. } | Intent::Drag { .. }) =>
             {
                 self.searched += 1;
-                self.searching = true;
                 let plan = format!("Scrolling down to look for {label}");
-                say.push(format!("{plan}."));
-                self.last_plan = plan.clone();
-                Move {
-                    say,
-                    plan,
-                    what: What::Call(ToolCall::Act(Batch {
-                        observation_id: Some(o.id.clone()),
-                        actions: vec![Action::Scroll {
-                            direction: Direction::Down,
-                            amount: SEARCH_CLICKS,
-                            at: None,
-                        }],
-                        expect: Expect {
-                            changes: true,
-                            ..Default::default()
-                        },
-                    })),
-                }
+                self.searching = Some(label);
+                let scroll = Action::Scroll {
+                    direction: Direction::Down,
+                    amount: SEARCH_CLICKS,
+                    at: None,
+                };
+                let changes = Expect {
+                    changes: true,
+                    ..Default::default()
+                };
+                self.act(o, say, plan, vec![scroll], changes)
             }
             Err(e) => {
                 say.push(format!("I can't find it: {e}."));
@@ -650,18 +655,13 @@ impl Driver for LocalPlanner {
                     .unwrap_or_default();
                 return give_up(say, why);
             }
-            ActStatus::Recorded if self.searching => self.searching = false,
+            ActStatus::Recorded if self.searching.is_some() => self.searching = None,
             ActStatus::Recorded => self.next += 1,
             // A scroll made to look for the step's label: look at what it brought into view,
             // unless it moved nothing (the end of the content, or nothing there scrolls).
-            ActStatus::Ran | ActStatus::Failed if self.searching => {
-                self.searching = false;
+            ActStatus::Ran | ActStatus::Failed if self.searching.is_some() => {
+                let label = self.searching.take().unwrap_or_default();
                 if let Verdict::Failed { .. } = &a.verdict {
-                    let label = match self.intents.get(self.next) {
-                        Some(Intent::Click { label, .. }) => label.clone(),
-                        Some(Intent::Drag { from, .. }) => from.clone(),
-                        _ => String::new(),
-                    };
                     return give_up(
                         say,
                         format!("{label:?} is not on screen, and scrolling down brought nothing more into view"),

@@ -216,7 +216,7 @@ pub fn accepts(text: &str) -> bool {
 }
 
 /// A destructive or purchase confirmation on screen: a question of that kind (one line, two
-/// lines one above the other as a dialog wraps it, or two labels on one row) with a button that
+/// lines one above the other as a dialog wraps it, or pieces of one row) with a button that
 /// accepts it beside or below it. The question's first label and that button.
 pub fn destructive_dialog(targets: &[Target]) -> Option<(&Target, &Target)> {
     let below = |q: &Target| {
@@ -247,9 +247,22 @@ pub fn destructive_dialog(targets: &[Target]) -> Option<(&Target, &Target)> {
     let with = |q: &Target, n: Option<&Target>| {
         n.is_some_and(|n| destructive_question(&format!("{} {}", q.text, n.text)))
     };
+    // The row from `q` on, read as one line (however many pieces OCR made of it).
+    let row = |q: &Target| {
+        let (mut text, mut at) = (q.text.clone(), q);
+        for _ in 0..6 {
+            let Some(n) = beside(at) else { break };
+            text = format!("{text} {}", n.text);
+            if destructive_question(&text) {
+                return true;
+            }
+            at = n;
+        }
+        false
+    };
     targets
         .iter()
-        .filter(|q| destructive_question(&q.text) || with(q, below(q)) || with(q, beside(q)))
+        .filter(|q| destructive_question(&q.text) || with(q, below(q)) || row(q))
         .find_map(|q| {
             targets
                 .iter()

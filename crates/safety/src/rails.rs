@@ -1672,6 +1672,21 @@ mod tests {
             "destructive-dialog"
         );
         assert!(one(&row, r#"{"action":"click","target":4}"#).is_ok());
+        // In three pieces, and accepted by the keyboard instead.
+        let three = vec![
+            sized(1, "Delete every", (838, 547, 80, 13)),
+            sized(2, "nessage in", (924, 547, 77, 13)),
+            sized(3, "the nailbox?", (1006, 547, 85, 12)),
+            sized(4, "Delete", (825, 573, 45, 10)),
+        ];
+        assert_eq!(
+            one(&three, r#"{"action":"click","target":4}"#).unwrap_err(),
+            "destructive-dialog"
+        );
+        assert_eq!(
+            one(&three, &key("enter")).unwrap_err(),
+            "destructive-dialog"
+        );
         // The old phrase rule still holds, now for a typed Return too.
         let trash = vec![
             t(1, "Empty all items from Trash?", 700, 400),

@@ -605,37 +605,7 @@ impl Worker {
             t.logprob,
             t.ms
         );
-        let per_frame = f64::from(t.logprob);
-        match &meaning {
-            Heard::Nothing => {
-                if !t.text.trim().is_empty() {
-                    let _ = self.notes.send(Note::NotUnderstood {
-                        text: t.text,
-                        per_frame,
-                    });
-                }
-                return;
-            }
-            Heard::Stop(_) => {
-                self.latch.trigger(Cause::Requested);
-                if let Some(b) = &self.barge {
-                    b.interrupt();
-                }
-                self.floor.reset_pause();
-            }
-            Heard::Sleep if !self.asleep => {
-                self.asleep = true;
-                self.rebuild();
-                self.cue(false);
-            }
-            _ => {}
-        }
-        let _ = self.notes.send(Note::Heard {
-            text: t.text,
-            meaning,
-            per_frame,
-            ended,
-        });
+        self.act_on(t.text, meaning, f64::from(t.logprob), ended);
     }
 
     fn interrupted(&mut self) {
@@ -706,19 +676,21 @@ impl Worker {
             h.per_frame,
             h.phone_per_frame
         );
+        self.act_on(h.text, meaning, confidence, ended);
+    }
+
+    /// What an utterance means, acted on here and told: a stop at once (the loop may be busy
+    /// typing), sleep and wake, speech not understood said only where a command was awaited.
+    fn act_on(&mut self, text: String, meaning: Heard, per_frame: f64, ended: Instant) {
         match &meaning {
             Heard::Nothing => {
                 // Asleep or beside a cloud model, other speech is simply not for us.
                 if matches!(self.mode_now(), Mode::Commands | Mode::Confirm) {
-                    let _ = self.notes.send(Note::NotUnderstood {
-                        text: h.text,
-                        per_frame: confidence,
-                    });
+                    let _ = self.notes.send(Note::NotUnderstood { text, per_frame });
                 }
                 return;
             }
             Heard::Stop(_) => {
-                // At once, here: the loop may be busy typing.
                 self.latch.trigger(Cause::Requested);
                 if let Some(b) = &self.barge {
                     b.interrupt();
@@ -738,9 +710,9 @@ impl Worker {
             _ => {}
         }
         let _ = self.notes.send(Note::Heard {
-            text: h.text,
+            text,
             meaning,
-            per_frame: confidence,
+            per_frame,
             ended,
         });
     }
