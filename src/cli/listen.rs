@@ -60,6 +60,10 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
     let mut latch = Arc::new(StopLatch::default());
     let session = spec.start(latch.clone(), speaker)?;
     let barge = voice.lock().ok().and_then(|n| n.barge());
+    let echo = barge
+        .as_ref()
+        .filter(|_| loaded.settings.voice.echo_cancel)
+        .map(|b| b.reference.clone());
     let local = voxdesk_realtime::launch::listener(
         &session,
         &spec.stop_words,
@@ -73,6 +77,7 @@ pub fn listen(a: ListenArgs, config: Option<&std::path::Path>) -> Result<Exit> {
         spec.profile.input_rate,
         tap,
         loaded.settings.voice.mic.as_deref(),
+        echo,
     ) {
         Ok(m) => m,
         Err(e) => {

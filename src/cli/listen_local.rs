@@ -29,6 +29,10 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
         Some(quit.clone()),
     )));
     let barge = voice.lock().ok().and_then(|v| v.barge());
+    let echo = barge
+        .as_ref()
+        .filter(|_| s.voice.echo_cancel)
+        .map(|b| b.reference.clone());
     let mut spec =
         listen::Spec::new(s.realtime.stop_words.clone(), true, Mode::Commands).tuned(&s.voice);
     if s.voice.learned {
@@ -65,7 +69,7 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
             return Ok(Exit::Failed);
         }
     };
-    let mic = match Mic::start_taps(s.voice.mic.as_deref(), vec![listener.mic_tap()]) {
+    let mic = match Mic::start_cleaned(s.voice.mic.as_deref(), vec![listener.mic_tap()], echo) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("voxdesk: error: {e}");
@@ -110,6 +114,10 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
                 if let Ok(l) = desk.labels_now() {
                     listener.set_labels(l);
                 }
+            }
+            Note::Ask { question, .. } => {
+                println!("👂 {question}");
+                say(&question);
             }
             Note::NotUnderstood { text, per_frame } => {
                 println!("👂 {text:?} ({per_frame:.0}/frame): not understood, nothing done");

@@ -343,6 +343,8 @@ fn each_device_crate_has_one_owner() {
         ("tokio_tungstenite::", &["realtime/transport.rs"]),
         ("pocketsphinx_sys", &["voice/sphinx.rs"]),
         ("earshot::", &["voice/listen.rs"]),
+        // The echo canceller, on the mic's thread.
+        ("sonora::", &["voice/aec.rs"]),
         // The accessibility bus: one crate of its own (a reader, its walk, its event watcher).
         ("zbus::", &["a11y/lib.rs", "a11y/walk.rs", "a11y/events.rs"]),
         // ONNX Runtime: the runtime crate, and the model on it.
@@ -391,6 +393,7 @@ fn pure_cores_touch_no_files_processes_threads_or_clocks() {
         "voice/floor.rs",
         "voice/grammar.rs",
         "voice/phonemes.rs",
+        "voice/sounds.rs",
     ];
     let impure = [
         "std::fs",

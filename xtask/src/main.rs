@@ -734,6 +734,8 @@ fn sdk_venv() -> Result<PathBuf> {
 fn demo() -> Result<()> {
     ensure_packages(&[BUILD_PKGS, RUN_PKGS].concat())?;
     run(cargo().args(["build", "--release", "--bin", "voxdesk"]))?;
+    // The learned ears the spoken part uses.
+    let models = install_models()?;
     let bin = root().join("target/release/voxdesk");
     let out = root().join("out/demo");
     std::fs::create_dir_all(&out)?;
@@ -841,7 +843,7 @@ fn demo() -> Result<()> {
         .status()?;
     // Voice: `voxdesk listen --provider local` hears the task spoken into the virtual mic,
     // recognises it offline against what is on screen, plans it, acts and narrates.
-    let heard = voice_demo(&rig, &bin, &data, &out)?;
+    let heard = voice_demo(&rig, &bin, &data, &out, &models)?;
     std::thread::sleep(Duration::from_millis(300));
     if let Ok(pid) = i32::try_from(speaker.id()) {
         // SIGINT: parecord writes the WAV header's lengths and exits.
@@ -898,7 +900,7 @@ fn demo() -> Result<()> {
     );
     anyhow::ensure!(
         heard,
-        "the spoken task did not leave 72 on the calculator: see the listener's output above"
+        "the spoken tasks did not leave 72 on the calculator and the dictated words in the terminal: see the listener's output above"
     );
     anyhow::ensure!(
         form_ok,
@@ -971,15 +973,21 @@ fn form_demo(rig: &Rig, bin: &Path, out: &Path) -> Result<bool> {
 
 /// The calculator driven by voice: each command spoken by flite into the virtual mic while
 /// `voxdesk listen --provider local` runs; prints what it heard; true when xcalc shows 9 × 4.
-fn voice_demo(rig: &Rig, bin: &Path, data: &Path, out: &Path) -> Result<bool> {
+fn voice_demo(rig: &Rig, bin: &Path, data: &Path, out: &Path, models: &Path) -> Result<bool> {
     use std::io::BufRead;
+    // A terminal whose program writes what is typed into it to a file: the dictation's effect.
+    let typed = out.join("dictated.txt");
+    let _ = std::fs::remove_file(&typed);
+    std::fs::write(&typed, "")?;
     println!(
-        "\n$ voxdesk listen --provider local --mode auto   (spoken into the virtual mic by flite)"
+        "\n$ voxdesk listen --provider local --mode auto   (the learned ears; spoken into the virtual mic by flite, pink noise 10 dB under the speech)"
     );
     let mut child = rig
         .cmd(bin.to_str().unwrap())
-        .env("VOXDESK_ALLOW_APPS", "XCalc")
+        .env("VOXDESK_ALLOW_APPS", "XCalc,XTerm")
         .env("XDG_DATA_HOME", data)
+        .env("VOXDESK_MODELS_DIR", models)
+        .env("VOXDESK_LEARNED_EARS", "1")
         .args(["listen", "--provider", "local", "--mode", "auto"])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -1011,24 +1019,52 @@ fn voice_demo(rig: &Rig, bin: &Path, data: &Path, out: &Path) -> Result<bool> {
     let mut spoken = 0;
     // It says "Listening." first.
     std::thread::sleep(Duration::from_millis(1500));
+    let mut say = |said: &str| -> Result<()> {
+        let wav = out.join("say.wav");
+        run(Command::new("flite")
+            .args(["-voice", "rms", "-t", said, "-o"])
+            .arg(&wav))?;
+        noisy(&wav, 10.0)?;
+        println!("  (said into the mic, in noise: {said:?})");
+        run(rig.cmd("paplay").args(["-d", "micfeed"]).arg(&wav))?;
+        spoken += 1;
+        let _ = wait_until("the spoken task", Duration::from_secs(30), || {
+            count("session: ") >= spoken
+        });
+        Ok(())
+    };
+    let mut shows = false;
     if started.is_ok() {
-        for said in [
-            "click A C",
-            "click nine, click times, click eight, click equals",
-        ] {
-            let wav = out.join("say.wav");
-            // flite's voices are the ones pocketsphinx's model hears best (`voxdesk bench
-            // voice` measures espeak-ng's too).
-            run(Command::new("flite")
-                .args(["-voice", "rms", "-t", said, "-o"])
-                .arg(&wav))?;
-            println!("  (said into the mic: {said:?})");
-            run(rig.cmd("paplay").args(["-d", "micfeed"]).arg(&wav))?;
-            spoken += 1;
-            let _ = wait_until("the spoken task", Duration::from_secs(30), || {
-                count("session: ") >= spoken
-            });
-        }
+        say("click A C")?;
+        say("click nine, click times, click eight, click equals")?;
+        let look = rig
+            .cmd(bin.to_str().unwrap())
+            .args(["look", "--json"])
+            .output()?;
+        let v: serde_json::Value = serde_json::from_slice(&look.stdout).unwrap_or_default();
+        shows = v["targets"]
+            .as_array()
+            .is_some_and(|ts| ts.iter().any(|t| t["text"] == "72"));
+        let script = format!("stty -icanon -echo; exec cat > '{}'", typed.display());
+        let term = rig
+            .cmd("xterm")
+            .args(["-geometry", "90x10+620+150", "-e", "sh", "-c", &script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting xterm")?;
+        rig.children.lock().unwrap().push(term);
+        wait_until("the terminal", Duration::from_secs(10), || {
+            rig.cmd("xdotool")
+                .args(["search", "--class", "XTerm", "windowactivate", "--sync"])
+                .status()
+                .is_ok_and(|s| s.success())
+        })?;
+        std::thread::sleep(Duration::from_millis(500));
+        say("type meet me at the station at seven period")?;
+        let _ = wait_until("the typed words", Duration::from_secs(10), || {
+            std::fs::read_to_string(&typed).is_ok_and(|t| !t.is_empty())
+        });
     }
     if let Ok(pid) = i32::try_from(child.id()) {
         unsafe { libc::kill(pid, libc::SIGINT) };
@@ -1043,16 +1079,66 @@ fn voice_demo(rig: &Rig, bin: &Path, data: &Path, out: &Path) -> Result<bool> {
         .cloned()
         .collect();
     println!("\nheard: {}", heard.join(" | "));
-    let look = rig
-        .cmd(bin.to_str().unwrap())
-        .args(["look", "--json"])
-        .output()?;
-    let v: serde_json::Value = serde_json::from_slice(&look.stdout).unwrap_or_default();
-    let shows = v["targets"]
-        .as_array()
-        .is_some_and(|ts| ts.iter().any(|t| t["text"] == "72"));
     println!("xcalc shows 72: {shows}");
-    Ok(shows)
+    let dictated = std::fs::read_to_string(&typed).unwrap_or_default();
+    // Judged by the words (Moonshine may write "7" for "seven"): all there, nothing else.
+    let words = |s: &str| -> Vec<String> {
+        s.to_lowercase()
+            .replace('7', "seven")
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let typed_ok = words(&dictated) == words("meet me at the station at seven");
+    println!(
+        "typed into the terminal: {dictated:?} ({})",
+        if typed_ok { "as said" } else { "NOT as said" }
+    );
+    Ok(shows && typed_ok)
+}
+
+/// Pink noise mixed into a 16-bit mono WAV, `db` under the speech's active level (the RMS of
+/// samples above −40 dBFS), in place.
+fn noisy(wav: &Path, db: f32) -> Result<()> {
+    let bytes = std::fs::read(wav)?;
+    let data = bytes
+        .windows(4)
+        .position(|w| w == b"data")
+        .context("a WAV without data")?;
+    let (head, body) = bytes.split_at(data + 8);
+    let pcm: Vec<f32> = body
+        .chunks_exact(2)
+        .map(|b| f32::from(i16::from_le_bytes([b[0], b[1]])))
+        .collect();
+    let loud: Vec<f32> = pcm.iter().copied().filter(|s| s.abs() > 328.0).collect();
+    let rms = |v: &[f32]| (v.iter().map(|s| s * s).sum::<f32>() / v.len().max(1) as f32).sqrt();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut b = [0f32; 7];
+    let noise: Vec<f32> = (0..pcm.len())
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let w = (x >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0;
+            b[0] = 0.99886 * b[0] + w * 0.055_518;
+            b[1] = 0.99332 * b[1] + w * 0.075_076;
+            b[2] = 0.969 * b[2] + w * 0.153_852;
+            b[3] = 0.8665 * b[3] + w * 0.310_486;
+            b[4] = 0.55 * b[4] + w * 0.532_952;
+            b[5] = -0.7616 * b[5] - w * 0.016_898;
+            let p = b.iter().sum::<f32>() + w * 0.5362;
+            b[6] = w * 0.115_926;
+            p
+        })
+        .collect();
+    let gain = rms(&loud) / 10f32.powf(db / 20.0) / rms(&noise).max(1e-9);
+    let mut out = head.to_vec();
+    for (s, n) in pcm.iter().zip(&noise) {
+        out.extend(((s + n * gain).clamp(-32768.0, 32767.0) as i16).to_le_bytes());
+    }
+    std::fs::write(wav, out)?;
+    Ok(())
 }
 
 /// `cargo xtask rig -- CMD ARGS`: run any command inside a private desktop (for benchmarks, debugging).

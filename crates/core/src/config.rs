@@ -96,6 +96,9 @@ pub struct Voice {
     pub mic: Option<String>,
     /// Clean the recogniser's audio with RNNoise (off only to measure what cleaning brings).
     pub denoise: bool,
+    /// Cancel voxdesk's own voice from the microphone (WebRTC's AEC3) before anything hears it
+    /// (off only to measure what cancelling brings).
+    pub echo_cancel: bool,
     /// Reject a command heard with less confidence than this (none: the listener's own).
     pub reject_below: Option<f64>,
     /// Write each utterance heard as a WAV into this directory (for developers).
@@ -246,6 +249,7 @@ impl Default for Settings {
             },
             voice: Voice {
                 denoise: true,
+                echo_cancel: true,
                 ..Voice::default()
             },
             perception: Perception::default(),
@@ -291,6 +295,7 @@ pub const KEYS: &[&str] = &[
     "realtime.give_up_ms",
     "voice.mic",
     "voice.denoise",
+    "voice.echo_cancel",
     "voice.reject_below",
     "voice.dump_dir",
     "voice.sphinx_model",
@@ -309,6 +314,7 @@ pub const ENV: &[(&str, &str)] = &[
     ("VOXDESK_REALTIME_GIVE_UP_MS", "realtime.give_up_ms"),
     ("VOXDESK_MIC", "voice.mic"),
     ("VOXDESK_DENOISE", "voice.denoise"),
+    ("VOXDESK_ECHO_CANCEL", "voice.echo_cancel"),
     ("VOXDESK_REJECT_BELOW", "voice.reject_below"),
     ("VOXDESK_LISTEN_DUMP", "voice.dump_dir"),
     ("VOXDESK_SPHINX_MODEL", "voice.sphinx_model"),
@@ -572,6 +578,7 @@ fn apply(s: &mut Settings, key: &str, v: &Raw) -> Result<(), String> {
         "realtime.give_up_ms" => s.realtime.give_up_ms = Some(v.uint(100..=3_600_000)?),
         "voice.mic" => s.voice.mic = Some(v.string()?).filter(|m| !m.is_empty()),
         "voice.denoise" => s.voice.denoise = v.boolean()?,
+        "voice.echo_cancel" => s.voice.echo_cancel = v.boolean()?,
         "voice.learned" => s.voice.learned = v.boolean()?,
         "voice.reject_below" => s.voice.reject_below = Some(v.float(-1e9..=1e9)?),
         "voice.dump_dir" => s.voice.dump_dir = Some(v.path()?),
@@ -674,6 +681,7 @@ impl Loaded {
                 "realtime.give_up_ms" => opt(s.realtime.give_up_ms.map(|n| n.to_string())),
                 "voice.mic" => format!("{:?}", s.voice.mic.as_deref().unwrap_or("")),
                 "voice.denoise" => s.voice.denoise.to_string(),
+                "voice.echo_cancel" => s.voice.echo_cancel.to_string(),
                 "voice.reject_below" => opt(s.voice.reject_below.map(|n| n.to_string())),
                 "voice.dump_dir" => path(&s.voice.dump_dir),
                 "voice.sphinx_model" => path(&s.voice.sphinx_model),

@@ -1,6 +1,7 @@
 //! Moonshine base (English, MIT) through ONNX Runtime: the encoder once per utterance, then greedy decoding with the decoder's key/value cache, 13 tokens per second of audio at most; the words come back with the model's mean log-probability, so callers can tell a sure hearing from a guess. Runs on the caller's thread: never the audio callback, never the async runtime.
 
 pub mod vocab;
+pub mod within;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -11,6 +12,7 @@ use voxdesk_onnx::ort::value::{DynValue, Tensor};
 use voxdesk_onnx::{need, OnnxError};
 
 pub use vocab::Vocab;
+pub use within::Phrases;
 
 /// The sample rate the model takes (mono, floats in [-1, 1]).
 pub const RATE: usize = 16_000;
@@ -68,6 +70,17 @@ pub struct Moonshine {
     decoder: Session,
     past: Vec<String>,
     vocab: Vocab,
+    /// Each token's letters (for decoding held to phrases).
+    letters: Vec<Option<String>>,
+}
+
+/// The phrase the model finds likeliest among those it was held to, with the mean and the
+/// lowest log-probability of its tokens (the end included).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    pub phrase: usize,
+    pub logprob: f32,
+    pub worst: f32,
 }
 
 impl Moonshine {
@@ -97,52 +110,91 @@ impl Moonshine {
                 "the decoder takes no key/value cache: not Moonshine's merged decoder".into(),
             ));
         }
+        let letters = vocab.letters();
         Ok(Moonshine {
             encoder,
             decoder,
             past,
             vocab,
+            letters,
         })
     }
 
     /// The words in `samples` (16 kHz mono, [-1, 1]). Too short an utterance is an empty
     /// transcript; a longer one than the model takes is cut to its last 64 s.
     pub fn transcribe(&mut self, samples: &[f32]) -> Result<Transcript, RecogniseError> {
+        Ok(self.transcribe_within(samples, None, &|_| false)?.0)
+    }
+
+    /// [`Moonshine::transcribe`], and, given `within` and when `needed` says so of the free
+    /// transcript, the phrase among them the model finds likeliest for the same sound
+    /// (decoding held to them: see [`within`]).
+    pub fn transcribe_within(
+        &mut self,
+        samples: &[f32],
+        within: Option<&Phrases>,
+        needed: &dyn Fn(&str) -> bool,
+    ) -> Result<(Transcript, Option<Choice>), RecogniseError> {
         let t0 = Instant::now();
         let samples = &samples[samples.len().saturating_sub(MAX_SAMPLES)..];
         if samples.len() < MIN_SAMPLES {
-            return Ok(Transcript {
+            let t = Transcript {
                 text: String::new(),
                 tokens: 0,
                 logprob: 0.0,
                 ms: 0.0,
-            });
+            };
+            return Ok((t, None));
         }
-        let (mut ids, mut logprob) = self.decode(samples)?;
+        let hidden = self.encode(samples)?;
+        let limit = max_tokens(samples.len());
+        let (mut ids, mut logprob, _) = self.decode(&hidden, limit, None)?;
         if ids.is_empty() && samples.len() >= MIN_SAMPLES + RETRY_TRIM {
-            (ids, logprob) = self.decode(&samples[RETRY_TRIM..])?;
+            let trimmed = self.encode(&samples[RETRY_TRIM..])?;
+            (ids, logprob, _) = self.decode(&trimmed, limit, None)?;
         }
         let ids32: Vec<u32> = ids.iter().map(|&i| i as u32).collect();
-        Ok(Transcript {
-            text: once(&self.vocab.text(&ids32)).to_string(),
+        let text = once(&self.vocab.text(&ids32)).to_string();
+        let choice = match within {
+            Some(p) if p.count > 0 && needed(&text) => {
+                let (ids, mean, worst) = self.decode(&hidden, limit, Some(p))?;
+                ids.last().map(|&phrase| Choice {
+                    phrase: phrase as usize,
+                    logprob: mean,
+                    worst,
+                })
+            }
+            _ => None,
+        };
+        let t = Transcript {
+            text,
             tokens: ids.len(),
             logprob,
             ms: t0.elapsed().as_secs_f64() * 1000.0,
-        })
+        };
+        Ok((t, choice))
     }
 
-    /// Greedy decoding: token ids, and the mean log-probability of each choice.
-    fn decode(&mut self, samples: &[f32]) -> Result<(Vec<i64>, f32), RecogniseError> {
-        let n = samples.len();
-        let hidden: DynValue = {
-            let input = Tensor::from_array(([1usize, n], samples.to_vec())).map_err(run_err)?;
-            let mut out = self
-                .encoder
-                .run(ort::inputs!["input_values" => input])
-                .map_err(run_err)?;
-            out.remove("last_hidden_state")
-                .ok_or_else(|| run_err("the encoder gave no last_hidden_state"))?
-        };
+    fn encode(&mut self, samples: &[f32]) -> Result<DynValue, RecogniseError> {
+        let input =
+            Tensor::from_array(([1usize, samples.len()], samples.to_vec())).map_err(run_err)?;
+        let mut out = self
+            .encoder
+            .run(ort::inputs!["input_values" => input])
+            .map_err(run_err)?;
+        out.remove("last_hidden_state")
+            .ok_or_else(|| run_err("the encoder gave no last_hidden_state"))
+    }
+
+    /// Greedy decoding, free or held to `within`: token ids (held: the chosen phrase's index
+    /// as the last id; empty when no phrase was finished), the mean and lowest
+    /// log-probability of each choice.
+    fn decode(
+        &mut self,
+        hidden: &DynValue,
+        limit: usize,
+        within: Option<&Phrases>,
+    ) -> Result<(Vec<i64>, f32, f32), RecogniseError> {
         let mut past: Vec<DynValue> = Vec::with_capacity(self.past.len());
         for _ in &self.past {
             past.push(
@@ -151,14 +203,14 @@ impl Moonshine {
                     .into_dyn(),
             );
         }
-        let limit = max_tokens(n);
-        let (mut ids, mut sum, mut picks) = (Vec::new(), 0.0f64, 0usize);
+        let (mut ids, mut sum, mut picks, mut worst) = (Vec::new(), 0.0f64, 0usize, 0.0f32);
         let mut last = START;
-        for step in 0..limit {
+        let mut node = 0usize;
+        for step in 0..limit + 1 {
             let cached = step > 0;
             let mut inputs: Vec<(std::borrow::Cow<'_, str>, SessionInputValue<'_>)> = ort::inputs![
                 "input_ids" => Tensor::from_array(([1usize, 1], vec![last])).map_err(run_err)?,
-                "encoder_hidden_states" => &hidden,
+                "encoder_hidden_states" => hidden,
                 "use_cache_branch" => Tensor::from_array(([1usize], vec![cached])).map_err(run_err)?,
             ];
             for (name, v) in self.past.iter().zip(past.iter()) {
@@ -167,19 +219,46 @@ impl Moonshine {
             let mut out = self.decoder.run(inputs).map_err(run_err)?;
             let (tok, lp) = {
                 let (_, logits) = out["logits"].try_extract_tensor::<f32>().map_err(run_err)?;
-                pick(logits)
+                match within {
+                    None => pick(logits),
+                    Some(p) => {
+                        let allowed =
+                            within::best_allowed(p, node, &self.letters, logits, END as usize);
+                        let Some((tok, next)) = allowed else {
+                            return Ok((Vec::new(), f32::NEG_INFINITY, f32::NEG_INFINITY));
+                        };
+                        node = next;
+                        (tok as i64, log_softmax(logits, tok))
+                    }
+                }
             };
             sum += lp as f64;
             picks += 1;
+            worst = worst.min(lp);
             if tok == END {
+                if let Some(p) = within {
+                    // The phrase finished here (the first of those that share its letters).
+                    return Ok(match p.ends(node).first() {
+                        Some(&i) => (vec![i as i64], (sum / picks as f64) as f32, worst),
+                        None => (Vec::new(), f32::NEG_INFINITY, worst),
+                    });
+                }
+                break;
+            }
+            if step == limit {
+                if within.is_some() {
+                    return Ok((Vec::new(), f32::NEG_INFINITY, worst));
+                }
                 break;
             }
             ids.push(tok);
             last = tok;
             // A decoder caught in a loop (noise heard as "stop stop stop …"): one is kept.
-            if let Some(keep) = looping(&ids) {
-                ids.truncate(keep);
-                break;
+            if within.is_none() {
+                if let Some(keep) = looping(&ids) {
+                    ids.truncate(keep);
+                    break;
+                }
             }
             // The decoder's own keys and values grow every step; the encoder's are computed
             // once, at the first.
@@ -192,8 +271,20 @@ impl Moonshine {
                 }
             }
         }
-        Ok((ids, (sum / picks.max(1) as f64) as f32))
+        Ok((ids, (sum / picks.max(1) as f64) as f32, worst))
     }
+}
+
+/// The log-probability of token `id` under `logits`.
+pub fn log_softmax(logits: &[f32], id: usize) -> f32 {
+    let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    if !top.is_finite() {
+        return f32::NEG_INFINITY;
+    }
+    let sum: f64 = logits.iter().map(|&v| ((v - top) as f64).exp()).sum();
+    logits
+        .get(id)
+        .map_or(f32::NEG_INFINITY, |&l| l - top - sum.ln() as f32)
 }
 
 /// When `ids` ends in the same run of up to six tokens three times over, the length that keeps

@@ -64,6 +64,19 @@ impl Vocab {
         self.pieces.is_empty()
     }
 
+    /// Each token's letters and digits, lowercase (see [`crate::within`]): "" for a piece of
+    /// punctuation or space, None for special tokens and raw bytes.
+    pub fn letters(&self) -> Vec<Option<String>> {
+        self.pieces
+            .iter()
+            .zip(&self.special)
+            .map(|(p, &special)| match p {
+                Some(p) if !special && byte_of(p).is_none() => Some(crate::within::letters(p)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The text of `ids` as the model's tokenizer decodes it (special tokens skipped).
     pub fn text(&self, ids: &[u32]) -> String {
         let mut bytes: Vec<u8> = Vec::new();

@@ -86,12 +86,14 @@ pub fn pictures(spec: &Spec) -> Option<voxdesk_screen::picture::PictureConfig> {
 
 /// The microphone (`device`, else the default: `voice.mic`), streaming `FRAME_MS` frames at
 /// `rate` into the session, and to the local listener when there is one; a full queue drops
-/// the frame (counted), never blocks the mic.
+/// the frame (counted), never blocks the mic. `echo`: what voxdesk plays, cancelled from the
+/// microphone before the model or the listener hears it.
 pub fn mic(
     session: &Session,
     rate: u32,
     listener: Option<mic::Tap>,
     device: Option<&str>,
+    echo: Option<std::sync::Arc<voxdesk_voice::reference::Reference>>,
 ) -> Result<Mic, MicError> {
     let Some(tx) = session.audio_in() else {
         return Err(MicError::Open("the session has ended".into()));
@@ -102,7 +104,7 @@ pub fn mic(
         sink: Box::new(move |f| tx.try_send(Down::Audio(f.pcm)).is_ok()),
     }];
     taps.extend(listener);
-    Mic::start_taps(device, taps)
+    Mic::start_cleaned(device, taps, echo)
 }
 
 /// The local listener beside a realtime model: barge-in on voxdesk's own voice (the model's
@@ -167,6 +169,10 @@ pub fn drive_realtime(
         _ => Box::new(Silent::new()),
     };
     let barge = narrator.barge();
+    let echo = barge
+        .as_ref()
+        .filter(|_| voice.knobs.echo_cancel)
+        .map(|b| b.reference.clone());
     desk.subscribe(Box::new(narrator));
     let session = spec.start(latch.clone(), speaker)?;
     // The person may speak (a stop word, a correction); no microphone is not an error here.
@@ -183,6 +189,7 @@ pub fn drive_realtime(
         spec.profile.input_rate,
         tap,
         voice.knobs.mic.as_deref(),
+        echo,
     )
     .map_err(|e| tracing::warn!("{e}; the task runs without listening"))
     .ok();

@@ -781,6 +781,36 @@ fn phrase_is(t: &[String], phrases: &[&str]) -> bool {
 }
 
 impl Grammar {
+    /// The screen's labels as they are said (for reading a transcript by sound).
+    pub fn label_forms(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.labels.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// The keys as they are said after "press" (without modifiers).
+    pub fn key_forms(&self) -> Vec<String> {
+        if self.mode != Mode::Commands {
+            return Vec::new();
+        }
+        key_alternatives().into_iter().map(|(s, _)| s).collect()
+    }
+
+    /// Whole sentences of their own: stop words, sleep and wake; yes and no when confirming.
+    pub fn control_forms(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.stops.iter().map(|s| s.join(" ")).collect();
+        match self.mode {
+            Mode::Commands => v.extend(["go to sleep", "wake up"].map(String::from)),
+            Mode::Confirm => v.extend(YES.iter().chain(NO).map(|s| s.to_string())),
+            _ => {}
+        }
+        v
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
     /// Reads a recognised hypothesis back; never guesses from a partial parse.
     pub fn interpret(&self, hyp: &str) -> Heard {
         let t = clean_hypothesis(hyp);

@@ -1,6 +1,7 @@
 //! Voice: what voxdesk says aloud (narration and the model's speech on one voice thread), the microphone, and the listener that hears the person over it: barge-in, offline spoken commands, stop words and spoken answers.
 
 pub mod acoustic;
+pub mod aec;
 pub mod ask;
 pub mod denoise;
 pub mod echo;
@@ -11,4 +12,5 @@ pub mod mic;
 pub mod narrate;
 pub mod phonemes;
 pub mod reference;
+pub mod sounds;
 pub mod sphinx;

@@ -21,7 +21,14 @@ pub const RATE: u32 = 16_000;
 /// The learned recogniser's transcripts with a mean log-probability below this are guesses: not
 /// understood, never acted on (its sure hearings of commands measured -0.04 to -0.6; out of
 /// noise it wanders below -0.7).
-pub const EARS_REJECT_BELOW: f64 = -1.0;
+pub const EARS_REJECT_BELOW: f64 = -100.0;
+
+/// Decoding held to the screen's commands: the phrase is taken when its tokens' mean
+/// log-probability is at least this.
+pub const HELD_FLOOR: f32 = -100.0;
+
+/// A question asked back waits this long for its answer.
+const ASK_FOR: Duration = Duration::from_secs(10);
 const FRAME: usize = 256;
 /// Audio kept from before an utterance was noticed.
 const PREROLL_FRAMES: usize = 20;
@@ -145,6 +152,12 @@ pub enum Note {
         per_frame: f64,
         ended: Instant,
     },
+    /// Speech that sounded like two or three commands of different meanings: the question to
+    /// ask ("click plus, or click not?"); the next utterance answers it.
+    Ask {
+        question: String,
+        choices: Vec<String>,
+    },
     /// Speech that fits nothing that can be said here.
     NotUnderstood {
         text: String,
@@ -241,6 +254,10 @@ impl Listener {
                     recognizer,
                     ears,
                     grammar: None,
+                    lexicon: crate::sounds::Lexicon::default(),
+                    sentences: None,
+                    asking: None,
+                    held: None,
                     labels: Vec::new(),
                     mode: spec.mode,
                     asleep: false,
@@ -324,6 +341,16 @@ struct Worker {
     /// The learned recogniser, for commands and answers (see [`Spec::ears`]).
     ears: Option<voxdesk_moonshine::Moonshine>,
     grammar: Option<grammar::Grammar>,
+    /// How words sound, learnt as the learned recogniser's transcripts and the screen's
+    /// labels bring new ones.
+    lexicon: crate::sounds::Lexicon,
+    /// The sentences the grammar allows with their sounds (made when first needed).
+    sentences: Option<Vec<crate::sounds::Candidate>>,
+    /// The sentences the grammar allows as the learned recogniser may write them, and what
+    /// each means (decoding held to them: made when first needed).
+    held: Option<(voxdesk_moonshine::Phrases, Vec<(String, Heard)>)>,
+    /// A question asked back: the commands it offered, and when.
+    asking: Option<(Vec<(String, Heard)>, Instant)>,
     labels: Vec<String>,
     mode: Mode,
     asleep: bool,
@@ -381,10 +408,15 @@ impl Worker {
 
     fn rebuild(&mut self) {
         let mode = self.mode_now();
+        let g = grammar::build(&self.labels, &self.stop_words, mode);
+        self.sentences = None;
+        self.held = None;
+        // A question about what the screen showed is not answered on another.
+        self.asking = None;
         let Some(r) = &mut self.recognizer else {
+            self.grammar = Some(g);
             return;
         };
-        let g = grammar::build(&self.labels, &self.stop_words, mode);
         let t = Instant::now();
         let was_open = r.is_open();
         match r.set_grammar(&g.jsgf, &g.words) {
@@ -402,10 +434,10 @@ impl Worker {
                     g.words.len(),
                     t.elapsed().as_secs_f64() * 1000.0
                 );
-                self.grammar = Some(g);
             }
             Err(e) => tracing::warn!("listener: {e}"),
         }
+        self.grammar = Some(g);
     }
 
     fn frame(&mut self, f: Frame) {
@@ -576,27 +608,81 @@ impl Worker {
                 r.abandon();
             }
         }
+        if self.held.is_none() {
+            if let Some(g) = &self.grammar {
+                let said: Vec<(String, Heard)> = crate::sounds::sentences(g)
+                    .into_iter()
+                    .flat_map(|(s, m)| {
+                        crate::sounds::written(&s)
+                            .into_iter()
+                            .map(move |w| (w, m.clone()))
+                    })
+                    .collect();
+                let texts: Vec<String> = said.iter().map(|(s, _)| s.clone()).collect();
+                self.held = Some((voxdesk_moonshine::Phrases::new(&texts), said));
+            }
+        }
+        let commands = self.mode_now() == Mode::Commands;
         let (Some(ears), Some(g)) = (&mut self.ears, &self.grammar) else {
             return;
         };
         let samples: Vec<f32> = pcm.iter().map(|&x| f32::from(x) / 32768.0).collect();
-        let t = match ears.transcribe(&samples) {
+        // Held to the screen's commands only when the free transcript is none of them (and
+        // is no dictation).
+        let needed = |text: &str| {
+            let exact = if commands {
+                g.interpret_transcript(text)
+            } else {
+                g.interpret(&grammar::words_of(text))
+            };
+            matches!(exact, Heard::Nothing) && !starts_typing(text)
+        };
+        let within = self.held.as_ref().map(|h| &h.0);
+        let (t, choice) = match ears.transcribe_within(&samples, within, &needed) {
             Ok(t) => t,
             Err(e) => {
                 tracing::warn!("listener: {e}");
                 return;
             }
         };
+        let held = choice.as_ref().and_then(|c| {
+            let (words, meaning) = self.held.as_ref()?.1.get(c.phrase)?;
+            Some((words.clone(), meaning.clone(), c.clone()))
+        });
+        let held_said = held.as_ref().map(|(w, _, c)| (w.clone(), c.clone()));
+        if let Some((w, _, c)) = &held {
+            tracing::debug!(
+                "listener: held to the screen's commands, Moonshine heard {w:?} (log p {:.2}, worst {:.2})",
+                c.logprob,
+                c.worst
+            );
+        }
         if let Some(dir) = &self.dump_dir {
             let n = self.stats.utterances.load(Ordering::Relaxed);
             let _ = write_wav(&dir.join(format!("{n:03}.wav")), &pcm);
         }
         let meaning = if f64::from(t.logprob) < EARS_REJECT_BELOW {
             Heard::Nothing
-        } else if self.mode_now() == Mode::Commands {
-            g.interpret_transcript(&t.text)
         } else {
-            g.interpret(&grammar::words_of(&t.text))
+            let exact = if self.mode_now() == Mode::Commands {
+                g.interpret_transcript(&t.text)
+            } else {
+                g.interpret(&grammar::words_of(&t.text))
+            };
+            match (exact, self.asking.take()) {
+                // A question was asked back: this answers it, or it is dropped.
+                (h, Some((choices, at))) if at.elapsed() < ASK_FOR => {
+                    self.answer(&t.text, h, &choices)
+                }
+                (Heard::Nothing, _) if !starts_typing(&t.text) => match held {
+                    Some((_, m, c)) if c.logprob >= HELD_FLOOR => m,
+                    _ => match self.by_sound(&t.text) {
+                        Err(crate::sounds::Doubt::Between(rivals)) if self.ask(&rivals) => return,
+                        r => r.unwrap_or(Heard::Nothing),
+                    },
+                },
+                (h, _) => h,
+            }
         };
         tracing::debug!(
             "listener: Moonshine heard {:?} ({:.2} s, log p {:.2}, {:.0} ms) → {meaning:?}",
@@ -605,7 +691,94 @@ impl Worker {
             t.logprob,
             t.ms
         );
-        self.act_on(t.text, meaning, f64::from(t.logprob), ended);
+        // What was heard, and what it was held to when that was asked.
+        let text = match &held_said {
+            Some((w, c)) => format!("{} ⟨{w} {:.2}/{:.2}⟩", t.text, c.logprob, c.worst),
+            None => t.text,
+        };
+        self.act_on(text, meaning, f64::from(t.logprob), ended);
+    }
+
+    /// Ask back between two or three commands a transcript sounded like (commands only);
+    /// false when there is nothing to ask.
+    fn ask(&mut self, rivals: &[String]) -> bool {
+        let Some(cands) = &self.sentences else {
+            return false;
+        };
+        if self.mode_now() != Mode::Commands || !(2..=3).contains(&rivals.len()) {
+            return false;
+        }
+        let choices: Vec<(String, Heard)> = rivals
+            .iter()
+            .filter_map(|r| cands.iter().find(|c| &c.words == r))
+            .map(|c| (c.words.clone(), c.meaning.clone()))
+            .collect();
+        let question = match choices.as_slice() {
+            [a, b] => format!("{}, or {}?", a.0, b.0),
+            [a, b, c] => format!("{}, {}, or {}?", a.0, b.0, c.0),
+            _ => return false,
+        };
+        let _ = self.notes.send(Note::Ask {
+            question,
+            choices: choices.iter().map(|c| c.0.clone()).collect(),
+        });
+        self.asking = Some((choices, Instant::now()));
+        true
+    }
+
+    /// The answer to a question asked back: one of its choices, said whole or by the words
+    /// that tell it from the others ("plus"), else nothing (the question is dropped).
+    fn answer(&mut self, transcript: &str, exact: Heard, choices: &[(String, Heard)]) -> Heard {
+        if let Some((_, h)) = choices.iter().find(|(_, h)| *h == exact) {
+            return h.clone();
+        }
+        if matches!(exact, Heard::Stop(_)) {
+            return exact;
+        }
+        let words = grammar::words_of(transcript);
+        let missing = self.lexicon.missing(words.split_whitespace());
+        for (w, p) in crate::sphinx::pronounce(&missing) {
+            self.lexicon.add(&w, &p);
+        }
+        let names: Vec<&str> = choices.iter().map(|(c, _)| c.as_str()).collect();
+        match crate::sounds::choose(&self.lexicon, &words, &names) {
+            Some(i) => choices[i].1.clone(),
+            None => Heard::Nothing,
+        }
+    }
+
+    /// A transcript whose words are no command, read by how it sounds: the one command of the
+    /// screen it sounds nearly like, when no command of another meaning is as near.
+    fn by_sound(&mut self, transcript: &str) -> Result<Heard, crate::sounds::Doubt> {
+        let Some(g) = &self.grammar else {
+            return Err(crate::sounds::Doubt::Far);
+        };
+        let t = Instant::now();
+        let words = grammar::words_of(transcript);
+        if self.sentences.is_none() {
+            let sentences = crate::sounds::sentences(g);
+            let all: Vec<&str> = sentences
+                .iter()
+                .flat_map(|(s, _)| s.split_whitespace())
+                .collect();
+            let missing = self.lexicon.missing(all);
+            for (w, p) in crate::sphinx::pronounce(&missing) {
+                self.lexicon.add(&w, &p);
+            }
+            self.sentences = Some(crate::sounds::candidates(g, &self.lexicon));
+        }
+        let missing = self.lexicon.missing(words.split_whitespace());
+        for (w, p) in crate::sphinx::pronounce(&missing) {
+            self.lexicon.add(&w, &p);
+        }
+        let cands = self.sentences.as_deref().unwrap_or_default();
+        let read = crate::sounds::read(g, &self.lexicon, cands, &words);
+        tracing::debug!(
+            "listener: {words:?} by sound → {read:?} ({} sentences, {:.1} ms)",
+            cands.len(),
+            t.elapsed().as_secs_f64() * 1000.0
+        );
+        read
     }
 
     fn interrupted(&mut self) {
@@ -716,6 +889,12 @@ impl Worker {
             ended,
         });
     }
+}
+
+/// Does a transcript begin with "type" (dictation: its words are taken as written, never by
+/// sound)?
+fn starts_typing(transcript: &str) -> bool {
+    grammar::words_of(transcript).split_whitespace().next() == Some("type")
 }
 
 /// What a hypothesis means, or nothing when the recogniser was not sure enough of it: its

@@ -84,6 +84,16 @@ impl Mic {
     /// Start capturing for several consumers (the model's stream and the local listener), each
     /// at its own rate and frame length, from the one device.
     pub fn start_taps(device: Option<&str>, taps: Vec<Tap>) -> Result<Mic, MicError> {
+        Mic::start_cleaned(device, taps, None)
+    }
+
+    /// [`Mic::start_taps`], with what the speaker plays (`echo`: the narrator's reference)
+    /// cancelled from the microphone before any tap hears it (see [`crate::aec`]).
+    pub fn start_cleaned(
+        device: Option<&str>,
+        taps: Vec<Tap>,
+        echo: Option<Arc<crate::reference::Reference>>,
+    ) -> Result<Mic, MicError> {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let run = Arc::new(AtomicBool::new(true));
         let stats = Arc::new(MicStats::default());
@@ -101,10 +111,25 @@ impl Mic {
                         return;
                     }
                 };
+                let mut canceller = match echo {
+                    Some(r) => match crate::aec::Canceller::new(r, device_rate, channels) {
+                        Ok(c) => Some(c),
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(MicError::Open(e)));
+                            return;
+                        }
+                    },
+                    None => None,
+                };
                 let _ = ready_tx.send(Ok((device_rate, name)));
+                // With the canceller, the taps take its output: mono at its rate.
+                let (from, channels) = match canceller {
+                    Some(_) => (crate::aec::RATE, 1),
+                    None => (device_rate, channels),
+                };
                 let mut framers: Vec<(Framer, FrameSink)> = Vec::new();
                 for t in taps {
-                    match Framer::new(device_rate, t.rate, t.frame_ms, channels) {
+                    match Framer::new(from, t.rate, t.frame_ms, channels) {
                         Ok(f) => framers.push((f, t.sink)),
                         Err(e) => {
                             tracing::warn!("mic: {e}");
@@ -113,6 +138,7 @@ impl Mic {
                     }
                 }
                 let mut chunk = Vec::with_capacity(ring.buffer().capacity());
+                let mut cleaned = Vec::with_capacity(ring.buffer().capacity());
                 while r.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(5));
                     chunk.clear();
@@ -121,8 +147,16 @@ impl Mic {
                         chunk.extend(c);
                     }
                     let now = Instant::now();
+                    let heard = match &mut canceller {
+                        Some(c) => {
+                            cleaned.clear();
+                            c.push(&chunk, &mut cleaned);
+                            &cleaned
+                        }
+                        None => &chunk,
+                    };
                     for (framer, sink) in &mut framers {
-                        framer.push(&chunk, |pcm| {
+                        framer.push(heard, |pcm| {
                             s.frames.fetch_add(1, Ordering::Relaxed);
                             if !sink(Frame { pcm, at: now }) {
                                 s.dropped_frames.fetch_add(1, Ordering::Relaxed);

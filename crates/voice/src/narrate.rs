@@ -323,7 +323,7 @@ fn voice_thread(
                 }
                 if !tried_output {
                     tried_output = true;
-                    match open_output() {
+                    match open_output(&reference) {
                         Ok(o) => output = Some(o),
                         Err(e) => tracing::warn!("no audio output ({e}); cues are not heard"),
                     }
@@ -341,7 +341,7 @@ fn voice_thread(
                 }
                 if !tried_output {
                     tried_output = true;
-                    match open_output() {
+                    match open_output(&reference) {
                         Ok(o) => output = Some(o),
                         Err(e) => tracing::warn!("no audio output ({e}); the model is not heard"),
                     }
@@ -405,7 +405,7 @@ fn voice_thread(
         }
         if !tried_output {
             tried_output = true;
-            match open_output() {
+            match open_output(&reference) {
                 Ok(o) => output = Some(o),
                 Err(e) => tracing::warn!("no audio output ({e}); narration is printed only"),
             }
@@ -586,7 +586,7 @@ pub fn probe_voice() -> Result<String, AudioError> {
 
 /// Does the default audio output open? (Opened and closed again at once, for `voxdesk doctor`.)
 pub fn probe_output() -> Result<(), AudioError> {
-    open_output().map(drop)
+    open_output(&Reference::default()).map(drop)
 }
 
 /// Render `text` to a WAV file at `path` with espeak-ng and return its bytes.
@@ -622,7 +622,7 @@ struct Output {
 /// Open the default output (through ALSA, which routes to PulseAudio where it runs) at its own
 /// rate, channels and (small) buffer size. cpal reports harmless underrun bursts while a stream
 /// opens; they go to the debug log, at most one a second.
-fn open_output() -> Result<Output, AudioError> {
+fn open_output(reference: &Reference) -> Result<Output, AudioError> {
     use cpal::traits::{DeviceTrait, HostTrait};
     let dev = cpal::default_host()
         .default_output_device()
@@ -643,11 +643,12 @@ fn open_output() -> Result<Output, AudioError> {
     let mut config = cfg.config();
     // The device's own (small) buffer, not rodio's 2048 frames: a flush is heard within it.
     config.buffer_size = cpal::BufferSize::Default;
+    let far = reference.far_producer(rate.get());
     let stream = match cfg.sample_format() {
-        cpal::SampleFormat::F32 => play::<f32>(&dev, config, source, err),
-        cpal::SampleFormat::I16 => play::<i16>(&dev, config, source, err),
-        cpal::SampleFormat::I32 => play::<i32>(&dev, config, source, err),
-        cpal::SampleFormat::U16 => play::<u16>(&dev, config, source, err),
+        cpal::SampleFormat::F32 => play::<f32>(&dev, config, source, far, err),
+        cpal::SampleFormat::I16 => play::<i16>(&dev, config, source, far, err),
+        cpal::SampleFormat::I32 => play::<i32>(&dev, config, source, far, err),
+        cpal::SampleFormat::U16 => play::<u16>(&dev, config, source, far, err),
         other => {
             return Err(output(format!(
                 "the audio output takes {other:?} samples, which voxdesk does not write"
@@ -660,18 +661,28 @@ fn open_output() -> Result<Output, AudioError> {
 }
 
 /// A stream that plays the mixer, in the device's sample type.
+/// The mix, downmixed to mono, also goes into `far` for the echo canceller (a wait-free push;
+/// what does not fit is dropped).
 fn play<T: cpal::SizedSample + cpal::FromSample<f32>>(
     dev: &cpal::Device,
     config: cpal::StreamConfig,
     mut source: rodio::mixer::MixerSource,
+    mut far: rtrb::Producer<f32>,
     err: impl FnMut(cpal::Error) + Send + 'static,
 ) -> Result<cpal::Stream, cpal::Error> {
     use cpal::traits::DeviceTrait;
+    let channels = usize::from(config.channels.max(1));
     dev.build_output_stream(
         config,
         move |data: &mut [T], _: &_| {
-            for d in data {
-                *d = T::from_sample(source.next().unwrap_or(0.0));
+            for frame in data.chunks_mut(channels) {
+                let mut sum = 0.0;
+                for d in frame.iter_mut() {
+                    let s = source.next().unwrap_or(0.0);
+                    sum += s;
+                    *d = T::from_sample(s);
+                }
+                let _ = far.push(sum / channels as f32);
             }
         },
         err,

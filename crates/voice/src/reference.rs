@@ -1,8 +1,9 @@
-//! What the speaker is playing, as the listener needs it: a wait-free record of the output's level every 10 ms (the echo reference), and the hush that pauses every voice from inside the audio callback.
+//! What the speaker is playing, as the listener needs it: a wait-free record of the output's level every 10 ms (the echo guard's reference), the mixed samples themselves for the echo canceller (a wait-free ring the output callback fills), and the hush that pauses every voice from inside the audio callback.
 //!
 //! The audio callback only stores atomics here: no lock, no allocation, no log.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// 1.28 s of 10 ms levels: longer than any echo path.
@@ -16,6 +17,16 @@ pub struct Reference {
     slots: [AtomicU64; SLOTS],
     next: AtomicUsize,
     hushed: AtomicBool,
+    /// The mixed output's samples for the echo canceller, handed once from the output's opening
+    /// to the microphone's thread (never touched by the audio callback: it holds the producer).
+    far: Mutex<Option<Far>>,
+    far_new: AtomicBool,
+}
+
+/// What the speaker plays, mono at the output's rate, in the order it is played.
+pub struct Far {
+    pub samples: rtrb::Consumer<f32>,
+    pub rate: u32,
 }
 
 impl Default for Reference {
@@ -25,6 +36,8 @@ impl Default for Reference {
             slots: std::array::from_fn(|_| AtomicU64::new(0)),
             next: AtomicUsize::new(0),
             hushed: AtomicBool::new(false),
+            far: Mutex::new(None),
+            far_new: AtomicBool::new(false),
         }
     }
 }
@@ -83,6 +96,25 @@ impl Reference {
         self.level(now.checked_sub(within).unwrap_or(self.base), now) > 1e-3
     }
 
+    /// An output opened at `rate`: the ring its callback fills with the mono mix (1 s), for
+    /// [`Reference::take_far`].
+    pub fn far_producer(&self, rate: u32) -> rtrb::Producer<f32> {
+        let (p, c) = rtrb::RingBuffer::new(rate.max(1) as usize);
+        if let Ok(mut f) = self.far.lock() {
+            *f = Some(Far { samples: c, rate });
+        }
+        self.far_new.store(true, Ordering::Release);
+        p
+    }
+
+    /// The far end, once an output has opened (again): a flag read when nothing is new.
+    pub fn take_far(&self) -> Option<Far> {
+        if !self.far_new.swap(false, Ordering::AcqRel) {
+            return None;
+        }
+        self.far.lock().ok()?.take()
+    }
+
     /// Pause every voice now (their samples are held, not dropped).
     pub fn hush(&self) {
         self.hushed.store(true, Ordering::SeqCst);
@@ -135,6 +167,20 @@ mod tests {
         assert!((s[0] - 0.1).abs() < 1e-3, "{s:?}");
         let old = s.iter().skip(1).position(|&l| (l - 0.3).abs() < 1e-3);
         assert!(old.is_some_and(|k| k >= 1), "{s:?}");
+    }
+
+    #[test]
+    fn the_far_end_is_handed_over_once_per_opened_output() {
+        let r = Reference::default();
+        assert!(r.take_far().is_none());
+        let mut p = r.far_producer(48_000);
+        p.push(0.5).unwrap();
+        let mut f = r.take_far().expect("the far end");
+        assert_eq!(f.rate, 48_000);
+        assert_eq!(f.samples.pop(), Ok(0.5));
+        assert!(r.take_far().is_none());
+        let _p2 = r.far_producer(44_100);
+        assert_eq!(r.take_far().map(|f| f.rate), Some(44_100));
     }
 
     #[test]

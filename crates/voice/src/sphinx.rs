@@ -473,7 +473,7 @@ unsafe fn end(d: *mut ps::ps_decoder_t) -> Option<(String, Vec<Seg>)> {
 
 /// Pronunciations for `words`: espeak-ng's (American English) mapped to the CMU phones, one
 /// process for all of them, one word per line; a word it cannot give is spelled letter by letter.
-fn pronounce(words: &[String]) -> Vec<(String, String)> {
+pub fn pronounce(words: &[String]) -> Vec<(String, String)> {
     let lines = espeak_phonemes(words).unwrap_or_default();
     words
         .iter()

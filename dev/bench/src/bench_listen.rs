@@ -1,4 +1,4 @@
-//! `voxdesk bench voice`, the local half, on the virtual desktop and sound card: barge-in (speech onset at the mic → speaker silent on its monitor), false barge-ins from voxdesk's own voice looped into the mic at −10 dB, spoken-command accuracy in four synthetic voices clean and at 10 dB SNR, end of speech → first action on xcalc, a spoken stop → the latch, and the CPU of the idle listening path.
+//! `voxdesk bench voice`, the local half, on the virtual desktop and sound card: barge-in (speech onset at the mic → speaker silent on its monitor), false barge-ins from voxdesk's own voice looped into the mic at −10 dB, the accuracy part (bench_ears.rs), end of speech → first action on xcalc, a spoken stop → the latch, and the CPU of the idle listening path.
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
@@ -18,13 +18,11 @@ use voxdesk_input::stop::{Cause, StopLatch};
 use voxdesk_record::events::{Event, State};
 use voxdesk_record::session::Status;
 use voxdesk_voice::grammar::{Heard, Mode};
-use voxdesk_voice::listen::{Listener, Note, Spec, RATE};
+use voxdesk_voice::listen::{Listener, Note, Spec};
 use voxdesk_voice::mic::{Frame, Mic};
 use voxdesk_voice::narrate::Narrator;
 
 /// The synthetic voices: (name, program and arguments before the text).
-/// espeak-ng's default formant voice is measured too but apart: pocketsphinx's acoustic model
-/// hears its "seven" as "two" and "plus" as "dot" even with a six-word grammar.
 pub const VOICES: &[(&str, &[&str])] = &[
     (
         "espeak en-us+klatt2",
@@ -37,11 +35,6 @@ pub const VOICES: &[(&str, &[&str])] = &[
     ("flite slt", &["flite", "-voice", "slt"]),
     ("flite rms", &["flite", "-voice", "rms"]),
 ];
-const DEFAULT_ESPEAK: (&str, &[&str]) = (
-    "espeak en-us (default voice)",
-    &["espeak-ng", "-v", "en-us", "-s", "160"],
-);
-
 /// xcalc's keys and a file manager's and editor's words: the grammar's slots.
 pub const LABELS: &[&str] = &[
     "AC",
@@ -97,39 +90,6 @@ pub const LABELS: &[&str] = &[
     "Save As…",
     "Open",
     "Close",
-];
-
-/// (what is said, what the planner must be given; "" for a stop).
-pub const COMMANDS: &[(&str, &str)] = &[
-    ("click seven", "click 7"),
-    ("click plus", "click +"),
-    ("click five", "click 5"),
-    ("click equals", "click ="),
-    ("click nine", "click 9"),
-    ("click minus", "click -"),
-    ("click times", "click ×"),
-    ("click divided by", "click ÷"),
-    ("click square root", "click √"),
-    ("click pi", "click π"),
-    ("click zero", "click 0"),
-    ("click three", "click 3"),
-    ("double click downloads", "double-click Downloads"),
-    ("double click documents", "double-click Documents"),
-    ("right click music", "right-click Music"),
-    ("open file then save", "open File then Save"),
-    ("click pictures", "click Pictures"),
-    ("press control s", "press ctrl+s"),
-    ("press enter", "press enter"),
-    ("press escape", "press escape"),
-    ("scroll down three", "scroll down 3"),
-    ("scroll up", "scroll up"),
-    ("wait for videos", "wait for Videos"),
-    ("type hello world", "type \"hello world\""),
-    (
-        "click seven, click plus, click five, click equals",
-        "click 7, click +, click 5, click =",
-    ),
-    ("stop", ""),
 ];
 
 /// Sentences no command describes.
@@ -193,7 +153,7 @@ pub fn write_wav(path: &std::path::Path, pcm: &[i16]) -> Result<()> {
 }
 
 /// Pink noise (Paul Kellett's filter over white noise from a small xorshift), RMS ≈ 1.
-fn pink(n: usize, seed: u64) -> Vec<f32> {
+pub fn pink(n: usize, seed: u64) -> Vec<f32> {
     let mut x = seed.max(1);
     let mut b = [0f32; 7];
     let mut out: Vec<f32> = (0..n)
@@ -216,57 +176,6 @@ fn pink(n: usize, seed: u64) -> Vec<f32> {
     let r = (out.iter().map(|s| s * s).sum::<f32>() / n.max(1) as f32).sqrt();
     out.iter_mut().for_each(|s| *s /= r.max(1e-9));
     out
-}
-
-/// How loud the noise is: `db` below a level of the speech.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Noise {
-    pub db: f32,
-    pub over: Over,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Over {
-    /// The active speech level: the RMS of samples louder than −40 dBFS (pauses left out, as in
-    /// ITU-T P.56). The harder measure: the noise is as loud against the voiced sounds.
-    Active,
-    /// The RMS of the whole utterance as the synthesiser wrote it, pauses and all (how
-    /// `../shared/voice-facts.md` mixed its noise).
-    Utterance,
-}
-
-impl std::fmt::Display for Noise {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let over = match self.over {
-            Over::Active => "the active speech level",
-            Over::Utterance => "the utterance's RMS",
-        };
-        write!(f, "pink noise {} dB below {over}", self.db)
-    }
-}
-
-/// `speech` between silences, with pink noise when given.
-pub fn utterance(speech: &[i16], noise: Option<Noise>, seed: u64) -> Vec<i16> {
-    let pad = RATE as usize;
-    let mut v: Vec<f32> = vec![0.0; pad];
-    v.extend(speech.iter().map(|&s| f32::from(s)));
-    v.extend(vec![0.0; pad + RATE as usize / 5]);
-    if let Some(n) = noise {
-        let loud: Vec<f32> = speech
-            .iter()
-            .map(|&s| f32::from(s))
-            .filter(|s| n.over == Over::Utterance || s.abs() > 300.0)
-            .collect();
-        let srms = (loud.iter().map(|s| s * s).sum::<f32>() / loud.len().max(1) as f32).sqrt();
-        let nrms = srms / 10f32.powf(n.db / 20.0);
-        let noise = pink(v.len(), seed);
-        for (s, n) in v.iter_mut().zip(noise) {
-            *s += n * nrms;
-        }
-    }
-    v.iter()
-        .map(|s| s.clamp(-32768.0, 32767.0) as i16)
-        .collect()
 }
 
 fn paplay(wav: &std::path::Path) -> Result<()> {
@@ -319,8 +228,13 @@ fn default_source() -> Result<String> {
 /// The local half of `voxdesk bench voice` (xcalc is running and focused), with the accuracy
 /// of spoken commands or without.
 pub fn local(runs: usize, with_accuracy: bool) -> Result<String> {
-    let mut out = String::from(
-        "\nlocal voice (the listener: earshot detector, echo guard, pocketsphinx grammar)\n\n| measure | median ms | p95 ms | n | target |\n|---|---|---|---|---|\n",
+    let mut out = format!(
+        "\nlocal voice (the listener: earshot detector, echo guard, {})\n\n| measure | median ms | p95 ms | n | target |\n|---|---|---|---|---|\n",
+        if crate::voice_knobs().learned {
+            "Moonshine"
+        } else {
+            "pocketsphinx grammar"
+        }
     );
     let stop_words = vec!["stop".to_string(), "cancel".to_string()];
     let latch = Arc::new(StopLatch::default());
@@ -329,17 +243,25 @@ pub fn local(runs: usize, with_accuracy: bool) -> Result<String> {
     let probe = Monitor::start_on(&default_source()?)?;
 
     // The idle listening path's CPU, before anything else runs in this process.
+    // As `voxdesk listen` runs: a voice that has spoken once (its output open, the echo
+    // canceller rendering what it plays, silence included).
     eprintln!("bench voice (local): idle CPU…");
+    let mut idle_voice = Narrator::new(true, None, None);
+    let idle_barge = idle_voice.barge().context("no voice thread")?;
     let listener = Arc::new(Listener::start(
-        Spec::new(stop_words.clone(), true, Mode::Commands).tuned(crate::voice_knobs()),
-        None,
+        listen_spec(&stop_words, Mode::Commands),
+        Some(idle_barge.clone()),
         latch.clone(),
         None,
     )?);
     listener.set_labels(LABELS.iter().map(|s| s.to_string()).collect());
-    let mic =
-        Mic::start_taps(None, vec![listener.mic_tap()]).map_err(|e| anyhow::anyhow!("{e}"))?;
-    std::thread::sleep(Duration::from_secs(1));
+    let echo = crate::voice_knobs()
+        .echo_cancel
+        .then(|| idle_barge.reference.clone());
+    let mic = Mic::start_cleaned(None, vec![listener.mic_tap()], echo)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    idle_voice.say("Listening.");
+    std::thread::sleep(Duration::from_secs(3));
     let (c0, t0) = (cpu_time(), Instant::now());
     let per_frame = |l: &Listener| {
         [&l.stats.frames, &l.stats.detect_us, &l.stats.denoise_us]
@@ -436,19 +358,23 @@ pub fn local(runs: usize, with_accuracy: bool) -> Result<String> {
     }
     drop(mic);
     drop(listener);
+    drop(idle_voice);
 
     // Barge-in: voxdesk speaks, the person talks over it.
     eprintln!("bench voice (local): barge-in…");
     let narrator = Narrator::new(true, None, None);
     let barge = narrator.barge().context("no voice thread")?;
     let listener = Listener::start(
-        Spec::new(stop_words.clone(), false, Mode::StopOnly).tuned(crate::voice_knobs()),
+        listen_spec(&stop_words, Mode::StopOnly),
         Some(barge.clone()),
         latch.clone(),
         None,
     )?;
-    let mic =
-        Mic::start_taps(None, vec![listener.mic_tap()]).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let echo = crate::voice_knobs()
+        .echo_cancel
+        .then(|| barge.reference.clone());
+    let mic = Mic::start_cleaned(None, vec![listener.mic_tap()], echo)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let monitor = Monitor::start()?;
     let mut narrator = narrator;
     let speech = dir.join("over.wav");
@@ -560,121 +486,27 @@ pub fn local(runs: usize, with_accuracy: bool) -> Result<String> {
 /// frame (the recogniser's accuracy does not depend on the sound card; its latency does, and is
 /// measured above), and sentences that are no command.
 pub fn accuracy(stop_words: &[String]) -> Result<String> {
-    let latch = Arc::new(StopLatch::default());
-    let mut out = String::new();
-    // Accuracy: every voice, clean and at 10 dB SNR, fed to the listener frame by frame.
-    eprintln!("bench voice (local): accuracy…");
-    // A listener for each condition: one that has sat in the noise, as a user's would.
     // `VOXDESK_LEARNED_EARS=1`: the learned recogniser hears commands (the models directory
     // from `VOXDESK_MODELS_DIR`, else the default).
-    let spec = || {
-        let mut s =
-            Spec::new(stop_words.to_vec(), true, Mode::Commands).tuned(crate::voice_knobs());
-        if crate::voice_knobs().learned {
-            let dir = std::env::var_os("VOXDESK_MODELS_DIR").map(std::path::PathBuf::from);
-            s.ears = voxdesk_onnx::models_dir(dir.as_deref());
-        }
-        s
-    };
-    let start = || -> Result<Listener> {
-        let l = Listener::start(spec(), None, latch.clone(), None)?;
-        l.set_labels(LABELS.iter().map(|s| s.to_string()).collect());
-        Ok(l)
-    };
-    // (voice, noise, right, said, acted on wrongly: a command or a stop that was not said)
-    let mut acc: Vec<(&str, Option<Noise>, u32, u32, u32)> = Vec::new();
-    let mut wrong = Vec::new();
-    let conditions = [
-        None,
-        Some(Noise {
-            db: 10.0,
-            over: Over::Utterance,
-        }),
-        Some(Noise {
-            db: 10.0,
-            over: Over::Active,
-        }),
-    ];
-    for snr in conditions {
-        let listener = start()?;
-        let mut shown = 0;
-        for (vi, (vname, voice)) in VOICES.iter().chain([&DEFAULT_ESPEAK]).enumerate() {
-            let (mut ok, mut n, mut acted) = (0, 0, 0);
-            for (ci, (said, want)) in COMMANDS.iter().enumerate() {
-                let pcm = utterance(&synth(voice, said)?, snr, (vi * 100 + ci) as u64 + 7);
-                let got = hear(&listener, &pcm);
-                let right = match (&got, *want) {
-                    (Some(Heard::Stop(_)), "") => true,
-                    (Some(Heard::Command(t)), w) => t == w,
-                    _ => false,
-                };
-                n += 1;
-                if !right && matches!(got, Some(Heard::Command(_) | Heard::Stop(_))) {
-                    acted += 1;
-                }
-                if right {
-                    ok += 1;
-                } else if shown < 8 && vi < VOICES.len() {
-                    shown += 1;
-                    let how = snr.map(|s| s.to_string()).unwrap_or("no noise".into());
-                    wrong.push(format!("{vname}, {how}: {said:?} → {got:?}"));
-                }
-            }
-            acc.push((vname, snr, ok, n, acted));
-        }
+    super::bench_ears::accuracy(&|| listen_spec(stop_words, Mode::Commands))
+}
+
+/// The listener's settings as the bench's knobs give them: the learned ears when
+/// `VOXDESK_LEARNED_EARS=1` (the models directory from `VOXDESK_MODELS_DIR`, else the default).
+pub fn listen_spec(stop_words: &[String], mode: Mode) -> Spec {
+    let mut s =
+        Spec::new(stop_words.to_vec(), mode != Mode::StopOnly, mode).tuned(crate::voice_knobs());
+    if crate::voice_knobs().learned {
+        let dir = std::env::var_os("VOXDESK_MODELS_DIR").map(std::path::PathBuf::from);
+        s.ears = voxdesk_onnx::models_dir(dir.as_deref());
     }
-    // Awake and in a quiet room: the listener of the clean condition, fresh.
-    let listener = start()?;
-    let (mut rejected, mut ood) = (0, 0);
-    for (vi, (_, voice)) in VOICES.iter().enumerate() {
-        for (si, s) in OUT_OF_GRAMMAR.iter().enumerate() {
-            let got = hear(
-                &listener,
-                &utterance(&synth(voice, s)?, None, (vi * 10 + si) as u64),
-            );
-            ood += 1;
-            if matches!(got, None | Some(Heard::Nothing)) {
-                rejected += 1;
-            }
-        }
-    }
-    drop(listener);
-    for snr in conditions {
-        let of = |v: &str| v != DEFAULT_ESPEAK.0;
-        let rows: Vec<&(&str, Option<Noise>, u32, u32, u32)> =
-            acc.iter().filter(|a| a.1 == snr).collect();
-        let (ok, n, acted) = rows
-            .iter()
-            .filter(|a| of(a.0))
-            .fold((0, 0, 0), |(o, n, w), a| (o + a.2, n + a.3, w + a.4));
-        out.push_str(&format!(
-            "command accuracy, {} voices, {}: {ok}/{n} ({:.1} %, target {}), {acted} acted on wrongly (the rest not understood); per voice: {}\n",
-            VOICES.len(),
-            snr.map(|s| s.to_string()).unwrap_or("no noise".into()),
-            100.0 * f64::from(ok) / f64::from(n.max(1)),
-            if snr.is_some() {
-                "≥ 80 %"
-            } else {
-                "≥ 90 %"
-            },
-            rows.iter()
-                .map(|a| format!("{} {}/{}", a.0, a.2, a.3))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    out.push_str(&format!(
-        "out-of-grammar sentences rejected: {rejected}/{ood}\n"
-    ));
-    for w in wrong {
-        out.push_str(&format!("  missed: {w}\n"));
-    }
-    Ok(out)
+    s
 }
 
 /// Feed an utterance and collect what the listener made of it: every command heard (a chain
-/// said with pauses arrives as several utterances) joined as one task, or a stop.
-fn hear(listener: &Listener, pcm: &[i16]) -> Option<Heard> {
+/// said with pauses arrives as several utterances) joined as one task, or a stop; and the words
+/// the recogniser heard, joined.
+pub fn hear_text(listener: &Listener, pcm: &[i16]) -> (Option<Heard>, String) {
     while listener.next(Duration::ZERO).is_some() {}
     let at = Instant::now();
     let before = listener.stats.frames.load(Ordering::Relaxed);
@@ -695,21 +527,38 @@ fn hear(listener: &Listener, pcm: &[i16]) -> Option<Heard> {
     }
     let mut steps: Vec<String> = Vec::new();
     let mut other = None;
+    let mut words: Vec<String> = Vec::new();
     while let Some(n) = listener.next(Duration::from_millis(30)) {
         match n {
-            Note::Heard { meaning, .. } => match meaning {
-                Heard::Command(t) => steps.push(t),
-                h => other = other.or(Some(h)),
-            },
-            Note::NotUnderstood { .. } => other = other.or(Some(Heard::Nothing)),
+            Note::Heard {
+                meaning,
+                text,
+                per_frame,
+                ..
+            } => {
+                words.push(format!("{text} [{per_frame:.2}]"));
+                match meaning {
+                    Heard::Command(t) => steps.push(t),
+                    h => other = other.or(Some(h)),
+                }
+            }
+            Note::Ask { question, .. } => {
+                words.push(format!("asked: {question}"));
+                other = other.or(Some(Heard::Nothing))
+            }
+            Note::NotUnderstood { text, per_frame } => {
+                words.push(format!("{text} [{per_frame:.2}]"));
+                other = other.or(Some(Heard::Nothing))
+            }
             _ => {}
         }
     }
-    match (other, steps.is_empty()) {
+    let heard = match (other, steps.is_empty()) {
         (Some(h @ Heard::Stop(_)), _) => Some(h),
         (_, false) => Some(Heard::Command(steps.join(", "))),
         (h, true) => h,
-    }
+    };
+    (heard, words.join(" | "))
 }
 
 fn wait_heard(listener: &Listener, within: Duration) -> Option<Heard> {

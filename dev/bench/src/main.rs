@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_a11y;
+mod bench_ears;
 mod bench_listen;
 mod bench_script;
 mod bench_serve;
