@@ -1,4 +1,4 @@
-//! The listener on the virtual sound card with real audio: speech into the mic silences voxdesk's narration (heard on the speaker's monitor), its own voice looped back into the mic does not, spoken commands in two synthetic voices drive xcalc and an xterm, other speech does nothing and is reported, and "stop" spoken during a long `type` halts it; the learned recogniser (Moonshine) hears "click plus" in four voices, clean and in noise, and never a wrong key.
+//! The listener on the virtual sound card with real audio: speech into the mic silences voxdesk's narration (heard on the speaker's monitor), its own voice looped back into the mic does not (and with the echo canceller reaches the listener 15 dB quieter while a person over it is still heard), spoken commands in two synthetic voices drive xcalc and an xterm, other speech does nothing and is reported, and "stop" spoken during a long `type` halts it; the learned recogniser (Moonshine) hears "click plus" in four voices, clean and in noise, and never a wrong key.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -100,9 +100,9 @@ fn speech_into_the_mic_silences_the_narration() {
     );
 }
 
-#[test]
-fn its_own_voice_looped_into_the_mic_does_not_interrupt_it() {
-    let Some(_rig) = rig() else { return };
+/// The speaker looped into the virtual mic (PulseAudio's module-loopback) at a linear gain, as
+/// laptop speakers would be heard; unloaded when the guard drops.
+fn loopback(gain: f64) -> impl Drop {
     let module = Command::new("pactl")
         .args([
             "load-module",
@@ -123,9 +123,8 @@ fn its_own_voice_looped_into_the_mic_does_not_interrupt_it() {
                 .status();
         }
     }
-    let _unload = Unload(module.clone());
+    let unload = Unload(module.clone());
     std::thread::sleep(Duration::from_millis(300));
-    // -10 dB: the loopback's sink input at a linear gain of 0.316.
     let list = Command::new("pactl")
         .args(["list", "sink-inputs"])
         .output()
@@ -142,10 +141,106 @@ fn its_own_voice_looped_into_the_mic_does_not_interrupt_it() {
     }
     let input = input.expect("the loopback's sink input");
     assert!(Command::new("pactl")
-        .args(["set-sink-input-volume", &input, "0.316"])
+        .args(["set-sink-input-volume", &input, &gain.to_string()])
         .status()
         .unwrap()
         .success());
+    unload
+}
+
+/// With the echo canceller, its own voice looped into the mic at −10 dB reaches the listener
+/// at least 15 dB quieter than the mic hears it, nothing pauses it, and a person speaking over
+/// it is still heard: the voice stops.
+#[test]
+fn the_echo_canceller_takes_its_own_voice_out_of_the_mic_and_keeps_the_person() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let Some(_rig) = rig() else { return };
+    let _unload = loopback(0.316);
+    let dir = tempfile::tempdir().unwrap();
+    let mut narrator = Narrator::new(true, None, None);
+    let barge = narrator.barge().expect("a voice thread");
+    let reference = barge.reference.clone();
+    let listener = Listener::start(
+        Spec::new(vec!["stop".into()], false, Mode::StopOnly),
+        Some(barge),
+        Arc::new(voxdesk_input::stop::StopLatch::default()),
+        None,
+    )
+    .unwrap();
+    // Energy while voxdesk speaks: as the mic hears it, and as the listener gets it.
+    let energy = |e: Arc<AtomicU64>, r: Arc<voxdesk_voice::reference::Reference>| {
+        move |f: voxdesk_voice::mic::Frame| {
+            if r.sounding(Duration::from_millis(50)) {
+                let sum: u64 = f
+                    .pcm
+                    .iter()
+                    .map(|&s| (i64::from(s) * i64::from(s)) as u64)
+                    .sum();
+                e.fetch_add(sum / 1000, Ordering::Relaxed);
+            }
+            true
+        }
+    };
+    let (raw, clean) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let tap = |e: &Arc<AtomicU64>| voxdesk_voice::mic::Tap {
+        rate: 16_000,
+        frame_ms: 16,
+        sink: Box::new(energy(e.clone(), reference.clone())),
+    };
+    let probe = Mic::start_taps(None, vec![tap(&raw)]).expect("the virtual mic");
+    let mic = Mic::start_cleaned(
+        None,
+        vec![listener.mic_tap(), tap(&clean)],
+        Some(reference.clone()),
+    )
+    .expect("the virtual mic");
+    for s in [
+        "I can see a calculator. I'll click seven.",
+        "Clicked seven: the display shows seven. Clicking plus, then five, then equals.",
+        "Typing hello world into the editor, then saving the file as notes.",
+    ] {
+        narrator.say(s);
+        std::thread::sleep(Duration::from_millis(800));
+        let t = Instant::now();
+        while reference.sounding(Duration::from_millis(300))
+            && t.elapsed() < Duration::from_secs(15)
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let (r, c) = (raw.load(Ordering::Relaxed), clean.load(Ordering::Relaxed));
+    let cut = 10.0 * (r as f64 / (c as f64).max(1.0)).log10();
+    assert!(r > 0, "the loopback brought nothing into the mic");
+    assert!(
+        cut >= 15.0,
+        "its own voice was only {cut:.1} dB quieter after the canceller"
+    );
+    let st = &listener.stats;
+    assert_eq!(
+        st.pauses.load(Ordering::Relaxed),
+        0,
+        "its own voice paused it"
+    );
+    // A person talks over it: heard through the canceller, the voice is interrupted.
+    let over = dir.path().join("over.wav");
+    say_to(FLITE, "wait, wait a moment please", &over);
+    narrator.say(LONG);
+    std::thread::sleep(Duration::from_millis(2000));
+    into_mic(&over);
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(mic);
+    drop(probe);
+    assert_eq!(
+        st.interruptions.load(Ordering::Relaxed),
+        1,
+        "the person over the voice was not heard (cut {cut:.1} dB)"
+    );
+}
+
+#[test]
+fn its_own_voice_looped_into_the_mic_does_not_interrupt_it() {
+    let Some(_rig) = rig() else { return };
+    let _unload = loopback(0.316);
     let dir = tempfile::tempdir().unwrap();
     let mut narrator = Narrator::new(true, None, None);
     let barge = narrator.barge().expect("a voice thread");

@@ -158,8 +158,13 @@ pub fn sentences(g: &Grammar) -> Vec<(String, Heard)> {
             push(format!("scroll {d} {n}"));
         }
     }
+    // Stop words and answers; never sleep or wake by sound (noise heard as "go to sleep"
+    // would leave a listener deaf to everything but "wake up").
     for s in g.control_forms() {
-        push(s);
+        let m = g.interpret(&s);
+        if !matches!(m, Heard::Sleep | Heard::Wake) {
+            push(s);
+        }
     }
     out
 }
