@@ -980,7 +980,7 @@ fn voice_demo(rig: &Rig, bin: &Path, data: &Path, out: &Path, models: &Path) -> 
     let _ = std::fs::remove_file(&typed);
     std::fs::write(&typed, "")?;
     println!(
-        "\n$ voxdesk listen --provider local --mode auto   (the learned ears; spoken into the virtual mic by flite, pink noise 10 dB under the speech)"
+        "\n$ voxdesk listen --provider local --mode auto   (the learned ears; spoken into the virtual mic by flite, the commands in pink noise)"
     );
     let mut child = rig
         .cmd(bin.to_str().unwrap())
@@ -1019,13 +1019,21 @@ fn voice_demo(rig: &Rig, bin: &Path, data: &Path, out: &Path, models: &Path) -> 
     let mut spoken = 0;
     // It says "Listening." first.
     std::thread::sleep(Duration::from_millis(1500));
-    let mut say = |said: &str| -> Result<()> {
+    // `voice`: flite's; `noise`: pink noise that many dB under the speech's active level.
+    let mut say = |voice: &str, said: &str, noise: Option<f32>| -> Result<()> {
         let wav = out.join("say.wav");
         run(Command::new("flite")
-            .args(["-voice", "rms", "-t", said, "-o"])
+            .args(["-voice", voice, "-t", said, "-o"])
             .arg(&wav))?;
-        noisy(&wav, 10.0)?;
-        println!("  (said into the mic, in noise: {said:?})");
+        match noise {
+            Some(db) => {
+                noisy(&wav, db)?;
+                println!(
+                    "  (flite {voice} into the mic, pink noise {db} dB under the speech: {said:?})"
+                );
+            }
+            None => println!("  (flite {voice} into the mic: {said:?})"),
+        }
         run(rig.cmd("paplay").args(["-d", "micfeed"]).arg(&wav))?;
         spoken += 1;
         let _ = wait_until("the spoken task", Duration::from_secs(30), || {
@@ -1035,8 +1043,12 @@ fn voice_demo(rig: &Rig, bin: &Path, data: &Path, out: &Path, models: &Path) -> 
     };
     let mut shows = false;
     if started.is_ok() {
-        say("click A C")?;
-        say("click nine, click times, click eight, click equals")?;
+        say("awb", "click A C", Some(20.0))?;
+        say(
+            "awb",
+            "click nine, click times, click eight, click equals",
+            Some(20.0),
+        )?;
         let look = rig
             .cmd(bin.to_str().unwrap())
             .args(["look", "--json"])
@@ -1061,7 +1073,7 @@ fn voice_demo(rig: &Rig, bin: &Path, data: &Path, out: &Path, models: &Path) -> 
                 .is_ok_and(|s| s.success())
         })?;
         std::thread::sleep(Duration::from_millis(500));
-        say("type meet me at the station at seven period")?;
+        say("kal", "type meet me at the station at seven", None)?;
         let _ = wait_until("the typed words", Duration::from_secs(10), || {
             std::fs::read_to_string(&typed).is_ok_and(|t| !t.is_empty())
         });

@@ -681,14 +681,25 @@ impl Worker {
                 (h, Some((choices, at))) if at.elapsed() < ASK_FOR => {
                     self.answer(&t.text, h, &choices)
                 }
-                (Heard::Nothing, _) if !starts_typing(&t.text) => match held {
-                    Some((_, m, c)) if c.logprob >= HELD_FLOOR => m,
-                    _ if f64::from(t.logprob) < EARS_REJECT_BELOW => Heard::Nothing,
-                    _ => match self.by_sound(&t.text) {
-                        Err(crate::sounds::Doubt::Between(rivals)) if self.ask(&rivals) => return,
-                        r => r.unwrap_or(Heard::Nothing),
-                    },
-                },
+                // The words as written, read by sound (a chain too), when the model was sure
+                // enough of them; else the command the model's ear chose among the screen's;
+                // else asked back between the two or three it sounded like; else nothing.
+                (Heard::Nothing, _) if !starts_typing(&t.text) => {
+                    let sure = f64::from(t.logprob) >= EARS_REJECT_BELOW;
+                    let by_sound = if sure {
+                        self.by_sound(&t.text)
+                    } else {
+                        Err(crate::sounds::Doubt::Far)
+                    };
+                    match (by_sound, held) {
+                        (Ok(h), _) => h,
+                        (_, Some((_, m, c))) if c.logprob >= HELD_FLOOR => m,
+                        (Err(crate::sounds::Doubt::Between(rivals)), _) if self.ask(&rivals) => {
+                            return
+                        }
+                        _ => Heard::Nothing,
+                    }
+                }
                 (h, _) => h,
             }
         };

@@ -267,6 +267,10 @@ pub fn read(g: &Grammar, lex: &Lexicon, cands: &[Candidate], words: &str) -> Res
     if pieces.len() < 2 {
         return whole.map(|i| cands[i].meaning.clone());
     }
+    // A word before the first verb that is no command (noise heard as "five") is left out.
+    if pieces[0].len() == 1 && !VERBS.contains(&pieces[0][0]) && pieces.len() > 2 {
+        pieces.remove(0);
+    }
     let mut chosen: Vec<String> = Vec::new();
     for p in &mut pieces {
         let mut tries = vec![p.join(" ")];
@@ -497,6 +501,10 @@ mod tests {
             ("scroll up to", Ok(Heard::Command("scroll up 2".into()))),
             (
                 "click seven man click plus",
+                Ok(Heard::Command("click 7, click +".into())),
+            ),
+            (
+                "five click seven click plus",
                 Ok(Heard::Command("click 7, click +".into())),
             ),
             ("stop", Ok(Heard::Stop("stop".into()))),

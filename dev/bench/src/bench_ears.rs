@@ -790,6 +790,11 @@ pub fn accuracy(spec: &dyn Fn() -> Spec) -> Result<String> {
                     }
                 }
             }
+            misses.push_str(&format!(
+                "dict-{}\tsummary\t-\ttuned {e}/{w}\taside {ea}/{wa}\texact {exact}/{n}\n",
+                cond.name()
+            ));
+            std::fs::write(&path, &misses)?;
             out.push_str(&format!(
                 "| {} | {:.1} % ({e}/{w}) | {:.1} % ({ea}/{wa}) | {exact}/{n} | {} |\n",
                 cond.name(),
