@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::mic::Framer;
+use super::framer::Framer;
 use super::reference::{Far, Reference};
 
 /// The canceller's rate and frame: 10 ms at 16 kHz, mono.

@@ -6,6 +6,7 @@ pub mod ask;
 pub mod denoise;
 pub mod echo;
 pub mod floor;
+pub mod framer;
 pub mod grammar;
 pub mod listen;
 pub mod mic;

@@ -227,7 +227,7 @@ fn default_source() -> Result<String> {
 
 /// The local half of `voxdesk bench voice` (xcalc is running and focused), with the accuracy
 /// of spoken commands or without.
-pub fn local(runs: usize, with_accuracy: bool) -> Result<String> {
+pub fn local(runs: usize) -> Result<String> {
     let mut out = format!(
         "\nlocal voice (the listener: earshot detector, echo guard, {})\n\n| measure | median ms | p95 ms | n | target |\n|---|---|---|---|---|\n",
         if crate::voice_knobs().learned {
@@ -476,19 +476,7 @@ pub fn local(runs: usize, with_accuracy: bool) -> Result<String> {
             "commands or stops not heard as said on the sound card: {heard_wrong}\n"
         ));
     }
-    if with_accuracy {
-        out.push_str(&accuracy(&stop_words)?);
-    }
     Ok(out)
-}
-
-/// Spoken-command accuracy: every voice, clean and at 10 dB SNR, fed to the listener frame by
-/// frame (the recogniser's accuracy does not depend on the sound card; its latency does, and is
-/// measured above), and sentences that are no command.
-pub fn accuracy(stop_words: &[String]) -> Result<String> {
-    // `VOXDESK_LEARNED_EARS=1`: the learned recogniser hears commands (the models directory
-    // from `VOXDESK_MODELS_DIR`, else the default).
-    super::bench_ears::accuracy(&|| listen_spec(stop_words, Mode::Commands))
 }
 
 /// The listener's settings as the bench's knobs give them: the learned ears when

@@ -44,9 +44,16 @@ struct Measured {
 /// listener on the sound card, without the accuracy), "accuracy" (only the spoken commands'
 /// accuracy, no sound card) or "all".
 pub fn voice(runs: usize, seconds: u64, part: &str) -> Result<String> {
+    // `VOXDESK_LEARNED_EARS=1`: the learned recogniser hears commands (the models directory
+    // from `VOXDESK_MODELS_DIR`, else the default).
+    let stops = ["stop".to_string(), "cancel".to_string()];
+    let accuracy = || {
+        super::bench_ears::accuracy(&|| {
+            super::bench_listen::listen_spec(&stops, voxdesk_voice::grammar::Mode::Commands)
+        })
+    };
     if part == "accuracy" {
-        let stops = ["stop".to_string(), "cancel".to_string()];
-        return super::bench_listen::accuracy(&stops);
+        return accuracy();
     }
     let mut calc = Command::new("xcalc")
         .args(["-geometry", "300x400+400+200"])
@@ -63,7 +70,10 @@ pub fn voice(runs: usize, seconds: u64, part: &str) -> Result<String> {
         let _ = Command::new("xdotool")
             .args(["search", "--class", "XCalc", "windowactivate", "--sync"])
             .status();
-        r = super::bench_listen::local(runs.max(3), part != "sound").map(|s| out.push_str(&s));
+        r = super::bench_listen::local(runs.max(3)).map(|s| out.push_str(&s));
+    }
+    if r.is_ok() && part != "realtime" && part != "sound" {
+        r = accuracy().map(|s| out.push_str(&s));
     }
     let _ = calc.kill();
     let _ = calc.wait();
