@@ -583,14 +583,19 @@ fn spoken_commands_in_two_voices_drive_xcalc_and_other_speech_does_nothing() {
     .iter()
     .enumerate()
     {
+        // Said again when it was not understood, as a person would (once): what must never
+        // happen is a wrong key.
+        let misses = l.text().matches("not understood").count();
         say_to(voice, said, &wav);
         into_mic(&wav);
+        let ran = |l: &Listening| l.text().matches("session: ").count() > i;
+        let missed = |l: &Listening| l.text().matches("not understood").count() > misses;
+        wait_for(Duration::from_secs(30), || ran(&l) || missed(&l));
+        if !ran(&l) && missed(&l) {
+            into_mic(&wav);
+        }
         assert!(
-            wait_for(Duration::from_secs(20), || l
-                .text()
-                .matches("session: ")
-                .count()
-                > i),
+            wait_for(Duration::from_secs(30), || ran(&l)),
             "{said:?} did not run: {}",
             l.text()
         );
@@ -601,10 +606,15 @@ fn spoken_commands_in_two_voices_drive_xcalc_and_other_speech_does_nothing() {
         );
     }
     // Not a command: said not understood, and nothing runs.
+    let misses = l.text().matches("not understood").count();
     say_to(FLITE, "please tell me a joke about the weather", &wav);
     into_mic(&wav);
     assert!(
-        l.wait("not understood", Duration::from_secs(10)),
+        wait_for(Duration::from_secs(30), || l
+            .text()
+            .matches("not understood")
+            .count()
+            > misses),
         "{}",
         l.text()
     );
@@ -858,7 +868,7 @@ fn learned_ears_type_what_is_said_word_for_word_and_ignore_other_speech() {
     into_mic(&wav);
     assert!(
         wait_for(Duration::from_secs(30), || std::fs::read_to_string(&file)
-            .is_ok_and(|t| t.contains("good morning"))),
+            .is_ok_and(|t| t.to_lowercase().contains("good morning"))),
         "nothing typed: {:?}\n{}",
         std::fs::read_to_string(&file).unwrap_or_default(),
         l.text()
@@ -873,9 +883,62 @@ fn learned_ears_type_what_is_said_word_for_word_and_ignore_other_speech() {
     );
     let out = l.end();
     assert_eq!(out.matches("session: ").count(), 1, "{out}");
+    // Word for word (the capitals are the model's: "Good morning" is as right).
     assert_eq!(
-        std::fs::read_to_string(&file).unwrap().trim(),
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .trim()
+            .to_lowercase(),
         "good morning",
         "{out}"
     );
+}
+
+/// "type good morning" as the virtual sound card brought it to the listener (flite's kal voice,
+/// recorded by `VOXDESK_LISTEN_DUMP`): Moonshine writes "Tie good morning."; held to begin
+/// with "type", its ear agrees (well above the listener's floor), while sentences whose first
+/// word merely sounds like it ("time to go home", "tie my shoes please") are held far below it.
+#[test]
+fn dictation_misheard_as_tie_is_typing_by_the_models_own_ear() {
+    use voxdesk_moonshine::{Hold, Moonshine, Phrases};
+    if rig().is_none() {
+        return;
+    }
+    let models = std::env::var_os("VOXDESK_MODELS_DIR")
+        .expect("cargo xtask test installs the models and names them in VOXDESK_MODELS_DIR");
+    let mut ears = Moonshine::load(Path::new(&models), 2).expect("Moonshine loads");
+    let typing = Phrases::new(&["type".to_string()]);
+    let led = |ears: &mut Moonshine, pcm: &[i16]| {
+        let samples: Vec<f32> = pcm.iter().map(|&x| f32::from(x) / 32768.0).collect();
+        let (t, c) = ears
+            .transcribe_within(&samples, &|_| Hold::Lead(&typing))
+            .expect("the recogniser runs");
+        let c = c.expect("a decoding that begins with type");
+        eprintln!("{:?} → {:?} ({:.2})", t.text, c.text, c.logprob);
+        (t.text, c)
+    };
+    let wav = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/voice/type-good-morning-heard-as-tie.wav");
+    let pcm = voxdesk_voice::listen::read_wav(&wav).unwrap();
+    let (free, c) = led(&mut ears, &pcm);
+    assert!(!free.to_lowercase().starts_with("type"), "{free:?}");
+    assert!(c.logprob > -3.0, "{c:?}");
+    let text = c.text.unwrap().to_lowercase();
+    assert!(
+        text.starts_with("type") && text.contains("good morning"),
+        "{text:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    for said in [
+        "time to go home",
+        "tie my shoes please",
+        "tape the box shut",
+    ] {
+        for voice in [FLITE, FLITE_SLT] {
+            let wav = dir.path().join("u.wav");
+            say_to(voice, said, &wav);
+            let (_, c) = led(&mut ears, &read_pcm16(&wav, 16_000));
+            assert!(c.logprob < -4.5, "{said:?} in {voice:?}: {c:?}");
+        }
+    }
 }

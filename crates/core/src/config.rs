@@ -110,7 +110,8 @@ pub struct Voice {
     /// Extra pocketsphinx flags, whitespace-separated.
     pub sphinx_args: Vec<String>,
     /// Hear commands and answers with the learned recogniser (Moonshine, from the models
-    /// directory) instead of pocketsphinx's grammar; off until its figures are measured.
+    /// directory) instead of pocketsphinx's grammar (on: measured to act wrongly half as
+    /// often; pocketsphinx still hears when the models are missing).
     pub learned: bool,
 }
 
@@ -252,6 +253,7 @@ impl Default for Settings {
             voice: Voice {
                 denoise: true,
                 echo_cancel: false,
+                learned: true,
                 ..Voice::default()
             },
             perception: Perception::default(),

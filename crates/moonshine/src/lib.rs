@@ -81,6 +81,19 @@ pub struct Choice {
     pub phrase: usize,
     pub logprob: f32,
     pub worst: f32,
+    /// Held only to lead with the phrase ([`Hold::Lead`]): the whole transcript, the phrase
+    /// and the words the model heard after it, free.
+    pub text: Option<String>,
+}
+
+/// How the free transcript is followed up (see [`Moonshine::transcribe_within`]).
+pub enum Hold<'a> {
+    /// It stands.
+    Free,
+    /// Decoded again held to one of these phrases, whole.
+    To(&'a Phrases),
+    /// Decoded again held to begin with one of these phrases ("type"), the rest free.
+    Lead(&'a Phrases),
 }
 
 impl Moonshine {
@@ -123,17 +136,16 @@ impl Moonshine {
     /// The words in `samples` (16 kHz mono, [-1, 1]). Too short an utterance is an empty
     /// transcript; a longer one than the model takes is cut to its last 64 s.
     pub fn transcribe(&mut self, samples: &[f32]) -> Result<Transcript, RecogniseError> {
-        Ok(self.transcribe_within(samples, None, &|_| false)?.0)
+        Ok(self.transcribe_within(samples, &|_| Hold::Free)?.0)
     }
 
-    /// [`Moonshine::transcribe`], and, given `within` and when `needed` says so of the free
-    /// transcript, the phrase among them the model finds likeliest for the same sound
-    /// (decoding held to them: see [`within`]).
-    pub fn transcribe_within(
+    /// [`Moonshine::transcribe`], and, when `hold` says so of the free transcript, the phrase
+    /// the model finds likeliest for the same sound among those it names (decoding held to
+    /// them: see [`within`]), whole or leading the sentence.
+    pub fn transcribe_within<'a>(
         &mut self,
         samples: &[f32],
-        within: Option<&Phrases>,
-        needed: &dyn Fn(&str) -> bool,
+        hold: &dyn Fn(&str) -> Hold<'a>,
     ) -> Result<(Transcript, Option<Choice>), RecogniseError> {
         let t0 = Instant::now();
         let samples = &samples[samples.len().saturating_sub(MAX_SAMPLES)..];
@@ -148,20 +160,33 @@ impl Moonshine {
         }
         let hidden = self.encode(samples)?;
         let limit = max_tokens(samples.len());
-        let (mut ids, mut logprob, _) = self.decode(&hidden, limit, None)?;
+        let (mut ids, mut logprob, _) = self.decode(&hidden, limit, None, false)?;
         if ids.is_empty() && samples.len() >= MIN_SAMPLES + RETRY_TRIM {
             let trimmed = self.encode(&samples[RETRY_TRIM..])?;
-            (ids, logprob, _) = self.decode(&trimmed, limit, None)?;
+            (ids, logprob, _) = self.decode(&trimmed, limit, None, false)?;
         }
         let ids32: Vec<u32> = ids.iter().map(|&i| i as u32).collect();
         let text = once(&self.vocab.text(&ids32)).to_string();
-        let choice = match within {
-            Some(p) if p.count > 0 && needed(&text) => {
-                let (ids, mean, worst) = self.decode(&hidden, limit, Some(p))?;
+        let choice = match hold(&text) {
+            Hold::To(p) if p.count > 0 => {
+                let (ids, mean, worst) = self.decode(&hidden, limit, Some(p), false)?;
                 ids.last().map(|&phrase| Choice {
                     phrase: phrase as usize,
                     logprob: mean,
                     worst,
+                    text: None,
+                })
+            }
+            Hold::Lead(p) if p.count > 0 => {
+                let (ids, mean, worst) = self.decode(&hidden, limit, Some(p), true)?;
+                (!ids.is_empty()).then(|| {
+                    let ids32: Vec<u32> = ids.iter().map(|&i| i as u32).collect();
+                    Choice {
+                        phrase: 0,
+                        logprob: mean,
+                        worst,
+                        text: Some(once(&self.vocab.text(&ids32)).to_string()),
+                    }
                 })
             }
             _ => None,
@@ -188,12 +213,15 @@ impl Moonshine {
 
     /// Greedy decoding, free or held to `within`: token ids (held: the chosen phrase's index
     /// as the last id; empty when no phrase was finished), the mean and lowest
-    /// log-probability of each choice.
+    /// log-probability of each choice. Held to `lead` with a phrase only: the ids of the
+    /// phrase and of the free words after it, the probabilities the phrase's (empty when no
+    /// phrase was finished).
     fn decode(
         &mut self,
         hidden: &DynValue,
         limit: usize,
-        within: Option<&Phrases>,
+        mut within: Option<&Phrases>,
+        lead: bool,
     ) -> Result<(Vec<i64>, f32, f32), RecogniseError> {
         let mut past: Vec<DynValue> = Vec::with_capacity(self.past.len());
         for _ in &self.past {
@@ -206,7 +234,13 @@ impl Moonshine {
         let (mut ids, mut sum, mut picks, mut worst) = (Vec::new(), 0.0f64, 0usize, 0.0f32);
         let mut last = START;
         let mut node = 0usize;
+        let mut led: Option<(f32, f32)> = None;
         for step in 0..limit + 1 {
+            if within.is_some_and(|p| lead && !p.ends(node).is_empty()) {
+                // The phrase leads; what follows is the model's own.
+                led = Some(((sum / picks.max(1) as f64) as f32, worst));
+                within = None;
+            }
             let cached = step > 0;
             let mut inputs: Vec<(std::borrow::Cow<'_, str>, SessionInputValue<'_>)> = ort::inputs![
                 "input_ids" => Tensor::from_array(([1usize, 1], vec![last])).map_err(run_err)?,
@@ -270,6 +304,12 @@ impl Moonshine {
                         .ok_or_else(|| run_err(format!("the decoder gave no {present}")))?;
                 }
             }
+        }
+        if lead {
+            return Ok(match led {
+                Some((mean, worst)) => (ids, mean, worst),
+                None => (Vec::new(), f32::NEG_INFINITY, worst),
+            });
         }
         Ok((ids, (sum / picks.max(1) as f64) as f32, worst))
     }

@@ -58,6 +58,10 @@ pub const NOISY_LIMITS: Limits = Limits {
     stop: REJECT_BELOW,
 };
 
+/// How sure the model must be of "type" leading a sentence it first wrote otherwise (mean
+/// log-probability of the word's tokens, held to begin with it).
+const LEAD_FLOOR: f32 = -3.5;
+
 /// How sure a hypothesis must be (its confidence per frame) to be acted on, by what it asks.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
@@ -633,22 +637,47 @@ impl Worker {
         };
         let samples: Vec<f32> = pcm.iter().map(|&x| f32::from(x) / 32768.0).collect();
         // Held to the screen's commands only when the free transcript is none of them (and
-        // is no dictation).
-        let needed = |text: &str| {
+        // is no dictation); held to begin with "type" when its first word sounds like it
+        // ("Tie good morning"): the model's ear then says whether that is what it heard.
+        let typing = voxdesk_moonshine::Phrases::new(&["type".to_string()]);
+        let within = self.held.as_ref().map(|h| &h.0);
+        let hold = |text: &str| {
             let exact = if commands {
                 g.interpret_transcript(text)
             } else {
                 g.interpret(&grammar::words_of(text))
             };
-            matches!(exact, Heard::Nothing) && !starts_typing(text)
+            if !matches!(exact, Heard::Nothing) || starts_typing(text) {
+                return voxdesk_moonshine::Hold::Free;
+            }
+            if commands && sounds_like_typing(text) {
+                return voxdesk_moonshine::Hold::Lead(&typing);
+            }
+            within.map_or(voxdesk_moonshine::Hold::Free, voxdesk_moonshine::Hold::To)
         };
-        let within = self.held.as_ref().map(|h| &h.0);
-        let (t, choice) = match ears.transcribe_within(&samples, within, &needed) {
+        let (mut t, choice) = match ears.transcribe_within(&samples, &hold) {
             Ok(t) => t,
             Err(e) => {
                 tracing::warn!("listener: {e}");
                 return;
             }
+        };
+        // Dictation the model's ear confirms: its words as it heard them after "type".
+        let choice = match choice {
+            Some(c) if c.text.is_some() => {
+                let text = c.text.clone().unwrap_or_default();
+                tracing::debug!(
+                    "listener: {:?} held to begin with \"type\": {text:?} (log p {:.2}, worst {:.2})",
+                    t.text,
+                    c.logprob,
+                    c.worst
+                );
+                if c.logprob >= LEAD_FLOOR {
+                    t.text = text;
+                }
+                None
+            }
+            c => c,
         };
         let held = choice.as_ref().and_then(|c| {
             let (words, meaning) = self.held.as_ref()?.1.get(c.phrase)?;
@@ -916,6 +945,26 @@ fn starts_typing(transcript: &str) -> bool {
     grammar::words_of(transcript).split_whitespace().next() == Some("type")
 }
 
+/// Does a transcript of two words or more begin with a word that sounds nearly like "type"
+/// ("tie", "tight", "tape"): one phone off at most.
+fn sounds_like_typing(transcript: &str) -> bool {
+    let words = grammar::words_of(transcript);
+    let mut w = words.split_whitespace();
+    let (Some(first), Some(_)) = (w.next(), w.next()) else {
+        return false;
+    };
+    if first == "type" {
+        return false;
+    }
+    let Some((_, phones)) = crate::sphinx::pronounce(&[first.to_string()]).pop() else {
+        return false;
+    };
+    let mut lex = crate::sounds::Lexicon::default();
+    lex.add(first, &phones);
+    lex.add("type", "T AY P");
+    crate::sounds::distance(&lex.sentence(first), &lex.sentence("type")) <= 1.0
+}
+
 /// What a hypothesis means, or nothing when the recogniser was not sure enough of it: its
 /// words scored `confidence` per frame against a free loop of phones (pure).
 pub fn judge(g: &grammar::Grammar, text: &str, confidence: f64, limits: Limits) -> Heard {
@@ -1054,6 +1103,21 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_first_word_one_phone_from_type_may_be_dictation() {
+        for (t, want) in [
+            ("Tie good morning.", true),
+            ("Tight, good morning.", true),
+            ("Tape the box", true),
+            ("Type good morning", false),
+            ("Tie.", false),
+            ("What is the weather like today?", false),
+            ("Click seven.", false),
+        ] {
+            assert_eq!(sounds_like_typing(t), want, "{t:?}");
+        }
+    }
 
     #[test]
     fn judged_by_confidence_and_typing_needs_more() {
