@@ -59,14 +59,16 @@ enum Cmd {
     Doctor,
     /// Run a task with the loop: observe, plan, act, verify, until done or stopped.
     Run {
-        /// local (the offline planner), gemini (Gemini Live) or openai (OpenAI Realtime).
+        /// local (the offline planner), gemini (Gemini Live), openai (OpenAI Realtime) or
+        /// openai-compatible (any Chat Completions server: Ollama, vLLM, llama.cpp, OpenAI).
         #[arg(long, default_value = "local")]
         provider: String,
-        /// The provider's model: `local` has one; gemini and openai need it named (here or in
-        /// the config), e.g. gemini-3.8-live, gpt-realtime.
+        /// The provider's model: `local` has one; the others need it named (here or, for the
+        /// realtime ones, in the config), e.g. gemini-3.8-live, gpt-realtime, llama3.2.
         #[arg(long)]
         model: Option<String>,
-        /// The realtime endpoint's base (scheme, host, port); the documented path is added.
+        /// The endpoint's base: a realtime one's scheme, host and port, or a Chat Completions
+        /// base such as http://127.0.0.1:11434/v1 (the documented path is added).
         #[arg(long, value_name = "URL")]
         endpoint: Option<String>,
         #[arg(long)]

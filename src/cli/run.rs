@@ -58,6 +58,14 @@ pub fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit> {
             return Ok(Exit::BadInput);
         }
     }
+    match registry::resolve_text(&a.provider, model.as_deref()) {
+        Ok(Some((provider, model))) => return text(a, loaded, provider, model),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    }
     // A task the driver cannot read is refused before anything starts or is recorded.
     let mut driver = match registry::driver(&a.provider, a.model.as_deref(), &a.task) {
         Ok(d) => d,
@@ -121,6 +129,73 @@ fn finish(mut desk: Desk, status: Status) -> Result<Exit> {
         _ if refused => Exit::Refused,
         _ => Exit::Failed,
     })
+}
+
+/// `voxdesk run --provider openai-compatible --endpoint … --model …`: the same loop, driven by
+/// a turn-based model over HTTP.
+fn text(
+    a: RunArgs,
+    loaded: voxdesk_core::config::Loaded,
+    provider: &'static str,
+    model: String,
+) -> Result<Exit> {
+    use voxdesk_text::driver::INSTRUCTION_VERSION;
+    let Some(p) = voxdesk_text::Provider::from_name(provider) else {
+        eprintln!("voxdesk: error: provider {provider} has no text driver");
+        return Ok(Exit::BadInput);
+    };
+    let mut spec = match voxdesk_text::Spec::resolve(p, Some(&model), a.endpoint.as_deref(), |k| {
+        std::env::var(k).ok()
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
+    spec.max_actions = loaded.settings.rails.max_actions;
+    spec.flavour.pictures = loaded.settings.text_pictures;
+    let latch = Arc::new(StopLatch::default());
+    stop_on_signals(latch.clone())?;
+    let mut driver = voxdesk_text::TextDriver::new(spec, latch.clone(), &a.task);
+    let record = RecordSpec {
+        root: sessions_dir(),
+        task: a.task.clone(),
+        provider: provider.to_string(),
+        model,
+        decomposition: Vec::new(),
+        prompt_version: format!("{}+{INSTRUCTION_VERSION}", voxdesk_desk::PROMPT_VERSION),
+    };
+    super::say_if_observing(&loaded.settings);
+    let Some(mut desk) = open_desk(&loaded.settings, record, latch.clone())? else {
+        return Ok(Exit::Refused);
+    };
+    if loaded.settings.text_pictures {
+        desk.send_pictures(Some(voxdesk_screen::picture::PictureConfig::default()));
+    }
+    desk.subscribe(Box::new(Console));
+    if !a.quiet || a.narration_wav.is_some() {
+        desk.subscribe(Box::new(Narrator::new(
+            !a.quiet,
+            a.narration_wav,
+            Some(latch),
+        )));
+    }
+    let end = drive(
+        &mut driver,
+        &mut desk,
+        Limits {
+            step_cap: a.step_cap,
+            no_progress: loaded.settings.rails.max_failures,
+        },
+    );
+    println!(
+        "tokens: {} in, {} out over {} requests",
+        driver.usage.input,
+        driver.usage.output,
+        driver.steps.len()
+    );
+    finish(desk, end.status)
 }
 
 /// `voxdesk run --provider gemini|openai`: the same loop, driven by a realtime model.

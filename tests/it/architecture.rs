@@ -82,6 +82,7 @@ const LAYERS: &[&str] = &[
     "voxdesk-agent",
     "voxdesk-voice",
     "voxdesk-realtime",
+    "voxdesk-text",
     "voxdesk",
 ];
 
@@ -341,6 +342,11 @@ fn each_device_crate_has_one_owner() {
         ("leptess::", &["perception/engine.rs"]),
         ("signal_hook::", &["cli/mod.rs"]),
         ("tokio_tungstenite::", &["realtime/transport.rs"]),
+        // HTTP to the text models (and the daemon's client).
+        (
+            "reqwest::",
+            &["text/http.rs", "cli/serve/client.rs", "core/private.rs"],
+        ),
         ("pocketsphinx_sys", &["voice/sphinx.rs"]),
         ("earshot::", &["voice/listen.rs"]),
         // The echo canceller, on the mic's thread.
@@ -389,6 +395,8 @@ fn pure_cores_touch_no_files_processes_threads_or_clocks() {
         "realtime/turns.rs",
         "realtime/wire.rs",
         "realtime/endpoint.rs",
+        "text/convo.rs",
+        "text/openai.rs",
         "voice/echo.rs",
         "voice/floor.rs",
         "voice/grammar.rs",

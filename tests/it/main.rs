@@ -13,5 +13,7 @@ mod realtime;
 mod run;
 mod serve;
 mod tasks;
+mod text;
+mod text_server;
 mod util;
 mod voice;

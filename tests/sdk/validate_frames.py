@@ -5,6 +5,10 @@ Gemini frames are validated with google-genai's LiveClientMessage (extra='forbid
 setup.realtimeInputConfig apart against RealtimeInputConfig (LiveClientSetup lacks it). OpenAI
 events are dispatched on "type" to openai.types.realtime's client event class and validated
 strictly; unknown keys (which openai's models silently keep) are reported by walking the tree.
+"openai-chat" records are Chat Completions request bodies (the text providers'), validated with
+openai.types.chat's CompletionCreateParamsStreaming / NonStreaming through pydantic's TypeAdapter,
+every lazy iterator forced and the result compared with the body, so an unknown key (which a
+TypedDict drops silently) or a coerced value fails too.
 Exit 1 on any invalid frame, naming it.
 
 Usage: python3 validate_frames.py FRAMES.jsonl
@@ -64,8 +68,36 @@ def check_openai(frame, classes):
         raise ValueError(f"unknown fields: {extra}")
 
 
+def chat_adapters():
+    from openai.types.chat import completion_create_params as ccp
+    from pydantic import TypeAdapter
+
+    return (
+        TypeAdapter(ccp.CompletionCreateParamsStreaming),
+        TypeAdapter(ccp.CompletionCreateParamsNonStreaming),
+    )
+
+
+def force(x):
+    """Materialise pydantic's lazy iterators so nested errors raise."""
+    if isinstance(x, dict):
+        return {k: force(v) for k, v in x.items()}
+    if isinstance(x, (str, bytes, int, float, bool)) or x is None:
+        return x
+    return [force(v) for v in x]
+
+
+def check_openai_chat(body, adapters):
+    streaming, whole = adapters
+    adapter = streaming if body.get("stream") is True else whole
+    out = force(adapter.validate_python(body, strict=True))
+    if out != body:
+        raise ValueError(f"an unknown key was dropped or a value coerced: {out} != {body}")
+
+
 def main(path):
     classes = openai_classes()
+    adapters = chat_adapters()
     bad = 0
     n = 0
     with open(path) as f:
@@ -80,6 +112,8 @@ def main(path):
                     check_gemini(rec["frame"])
                 elif rec["provider"] == "openai":
                     check_openai(rec["frame"], classes)
+                elif rec["provider"] == "openai-chat":
+                    check_openai_chat(rec["frame"], adapters)
                 else:
                     raise ValueError(f"unknown provider {rec['provider']!r}")
             except Exception as e:  # every failure is reported, then the exit code says so

@@ -11,6 +11,9 @@ pub struct Provider {
     /// A realtime model over the network: its model is always named (flag or config), and a
     /// deployment of the user's own may name a model not listed here (its profile decides).
     pub realtime: bool,
+    /// A turn-based model behind an HTTP API (any deployment: a local server or a cloud
+    /// one); its model is always named, any name the deployment serves.
+    pub text: bool,
 }
 
 pub const PROVIDERS: &[Provider] = &[
@@ -19,18 +22,28 @@ pub const PROVIDERS: &[Provider] = &[
         models: &["offline-planner"],
         about: "the offline planner: plain imperative English, no network, no key",
         realtime: false,
+        text: false,
     },
     Provider {
         name: "gemini",
         models: &["gemini-3.8-live"],
         about: "Gemini Live over WebSocket (GEMINI_API_KEY)",
         realtime: true,
+        text: false,
     },
     Provider {
         name: "openai",
         models: &["gpt-realtime"],
         about: "OpenAI Realtime over WebSocket (OPENAI_API_KEY)",
         realtime: true,
+        text: false,
+    },
+    Provider {
+        name: "openai-compatible",
+        models: &[],
+        about: "any Chat Completions server: Ollama, vLLM, llama.cpp, LM Studio, OpenAI (--endpoint or OPENAI_BASE_URL; OPENAI_API_KEY when it needs one)",
+        realtime: false,
+        text: true,
     },
 ];
 
@@ -47,8 +60,11 @@ pub enum RegistryError {
     /// The task cannot be read by this driver: refused before anything starts.
     #[error("the task: {0}")]
     Task(PlanError),
-    #[error("provider {0} needs a model: pass --model or set realtime.{0}_model in the config (its profiles: {models}); voxdesk picks none for you", models = models_of(.0))]
+    #[error("provider {0} needs a model: pass --model {hint}; voxdesk picks none for you", hint = model_hint(.0))]
     NoModel(&'static str),
+    /// A text provider's driver is made with its endpoint and key, not here.
+    #[error("provider {0} is a text model: it is driven by a text session")]
+    Text(&'static str),
     /// A realtime provider's driver is made by the realtime session, not here.
     #[error("provider {0} is a realtime model: it is driven by a realtime session")]
     Realtime(&'static str),
@@ -60,6 +76,17 @@ fn models_of(provider: &str) -> String {
         .find(|p| p.name == provider)
         .map(|p| p.models.join(", "))
         .unwrap_or_default()
+}
+
+fn model_hint(provider: &str) -> String {
+    if PROVIDERS.iter().any(|p| p.name == provider && p.text) {
+        "with a name its server knows (for Ollama, one `ollama list` shows)".to_string()
+    } else {
+        format!(
+            "or set realtime.{provider}_model in the config (its profiles: {})",
+            models_of(provider)
+        )
+    }
 }
 
 fn known() -> String {
@@ -88,6 +115,24 @@ pub fn resolve_realtime(
     }
 }
 
+/// A text provider and its model, named explicitly (any model its deployment serves).
+pub fn resolve_text(
+    provider: &str,
+    model: Option<&str>,
+) -> Result<Option<(&'static str, String)>, RegistryError> {
+    let p = PROVIDERS
+        .iter()
+        .find(|p| p.name == provider)
+        .ok_or_else(|| RegistryError::UnknownProvider(provider.to_string()))?;
+    if !p.text {
+        return Ok(None);
+    }
+    match model.map(str::trim).filter(|m| !m.is_empty()) {
+        Some(m) => Ok(Some((p.name, m.to_string()))),
+        None => Err(RegistryError::NoModel(p.name)),
+    }
+}
+
 /// The provider and model, checked. A provider with one model needs no `--model`.
 pub fn resolve(
     provider: &str,
@@ -97,8 +142,11 @@ pub fn resolve(
         .iter()
         .find(|p| p.name == provider)
         .ok_or_else(|| RegistryError::UnknownProvider(provider.to_string()))?;
-    if p.realtime && model.is_none() {
+    if (p.realtime || p.text) && model.is_none() {
         return Err(RegistryError::NoModel(p.name));
+    }
+    if p.text {
+        return Err(RegistryError::Text(p.name));
     }
     let m = match model {
         Some(m) => {
@@ -153,7 +201,16 @@ mod tests {
         assert!(resolve("vertex", None)
             .unwrap_err()
             .to_string()
-            .contains("known: local, gemini, openai"));
+            .contains("known: local, gemini, openai, openai-compatible"));
+        assert_eq!(
+            resolve_text("openai-compatible", Some("llama3.2")).unwrap(),
+            Some(("openai-compatible", "llama3.2".into()))
+        );
+        assert_eq!(
+            resolve_text("openai-compatible", None),
+            Err(RegistryError::NoModel("openai-compatible"))
+        );
+        assert_eq!(resolve_text("local", None).unwrap(), None);
         let no_model = resolve_realtime("gemini", None).unwrap_err().to_string();
         assert!(no_model.contains("--model") && no_model.contains("gemini-3.8-live"));
         assert_eq!(

@@ -149,6 +149,9 @@ pub struct Settings {
     pub models_dir: Option<PathBuf>,
     /// Keep a screenshot of every step in the session record (the desktop as it was: private).
     pub record_screenshots: bool,
+    /// Give turn-based (text) models the screen's picture beside its targets as text: off
+    /// unless the deployment is known to see pictures (some local servers silently drop them).
+    pub text_pictures: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,6 +263,7 @@ impl Default for Settings {
             lock_lease_ms: 5000,
             models_dir: None,
             record_screenshots: true,
+            text_pictures: false,
         }
     }
 }
@@ -290,6 +294,7 @@ pub const KEYS: &[&str] = &[
     "lock.lease_ms",
     "models.dir",
     "record.screenshots",
+    "text.pictures",
     "realtime.gemini_model",
     "realtime.openai_model",
     "realtime.gemini_url",
@@ -315,6 +320,7 @@ pub const ENV: &[(&str, &str)] = &[
     ("VOXDESK_MODE", "rails.mode"),
     ("VOXDESK_ALLOW_APPS", "rails.allow_apps"),
     ("VOXDESK_RECORD_SCREENSHOTS", "record.screenshots"),
+    ("VOXDESK_TEXT_PICTURES", "text.pictures"),
     ("VOXDESK_REALTIME_GIVE_UP_MS", "realtime.give_up_ms"),
     ("VOXDESK_MIC", "voice.mic"),
     ("VOXDESK_DENOISE", "voice.denoise"),
@@ -561,6 +567,7 @@ fn apply(s: &mut Settings, key: &str, v: &Raw) -> Result<(), String> {
         "lock.lease_ms" => s.lock_lease_ms = v.uint(500..=600_000)?,
         "models.dir" => s.models_dir = Some(v.path()?),
         "record.screenshots" => s.record_screenshots = v.boolean()?,
+        "text.pictures" => s.text_pictures = v.boolean()?,
         "realtime.gemini_model" => s.realtime.gemini_model = Some(v.string()?),
         "realtime.openai_model" => s.realtime.openai_model = Some(v.string()?),
         "realtime.gemini_url" => s.realtime.gemini_url = Some(v.string()?),
@@ -665,6 +672,7 @@ impl Loaded {
                 "lock.lease_ms" => s.lock_lease_ms.to_string(),
                 "models.dir" => path(&s.models_dir),
                 "record.screenshots" => s.record_screenshots.to_string(),
+                "text.pictures" => s.text_pictures.to_string(),
                 "realtime.gemini_model" => {
                     format!("{:?}", s.realtime.gemini_model.as_deref().unwrap_or(""))
                 }

@@ -1,0 +1,196 @@
+//! The conversation with a turn-based model, in no vendor's words (pure): the task and each screen, the model's calls, the desk's answers; kept small (targets as text, old pictures dropped) before each request is written in a vendor's wire format.
+
+use serde_json::Value;
+
+/// One tool call the model made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// The vendor's id (made up as `call_<n>` when a server sends none).
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model wrote them (an object when they parsed).
+    pub args: Value,
+}
+
+/// The answer to one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub id: String,
+    pub name: String,
+    /// The desk's result (or a bad-call error) as compact JSON.
+    pub content: String,
+    pub error: bool,
+}
+
+/// A turn of the conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Turn {
+    /// The person's side: words, and the screen's picture when the model may see it.
+    User { text: String, jpeg: Option<Vec<u8>> },
+    /// The model's side: its words and its calls.
+    Model { text: String, calls: Vec<Call> },
+    /// The answers to the model's calls (one per call, in order), then words and a picture
+    /// that go with them (the screen after the action).
+    Answers {
+        answers: Vec<Answer>,
+        text: String,
+        jpeg: Option<Vec<u8>>,
+    },
+}
+
+/// What the model said back in one turn.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Reply {
+    pub text: String,
+    pub calls: Vec<Call>,
+    /// Tokens read and written for this turn, as the server counted them.
+    pub usage: Usage,
+    /// Why the server says the turn ended (`stop`, `tool_calls`, `end_turn`, …).
+    pub stop: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+}
+
+/// The conversation: a system instruction and the turns.
+#[derive(Debug, Clone, Default)]
+pub struct Conversation {
+    pub system: String,
+    pub turns: Vec<Turn>,
+}
+
+impl Conversation {
+    pub fn new(system: impl Into<String>) -> Conversation {
+        Conversation {
+            system: system.into(),
+            turns: Vec::new(),
+        }
+    }
+
+    /// Keep the conversation small: only the newest `keep` pictures stay; older ones are
+    /// replaced by a note that the screen was shown then (their targets stay as text).
+    pub fn drop_old_pictures(&mut self, keep: usize) {
+        let mut seen = 0;
+        for t in self.turns.iter_mut().rev() {
+            let (jpeg, text) = match t {
+                Turn::User { jpeg, text } => (jpeg, text),
+                Turn::Answers { jpeg, text, .. } => (jpeg, text),
+                Turn::Model { .. } => continue,
+            };
+            if jpeg.is_some() {
+                seen += 1;
+                if seen > keep {
+                    *jpeg = None;
+                    text.push_str("\n(The picture of this screen was dropped; its targets above still read as they did.)");
+                }
+            }
+        }
+    }
+
+    /// Keep the conversation short: the first turn (the task) and the last `keep` turns,
+    /// cut only where a model turn begins (calls and their answers stay together).
+    pub fn keep_last(&mut self, keep: usize) {
+        if self.turns.len() <= keep + 1 {
+            return;
+        }
+        let mut cut = self.turns.len() - keep;
+        while cut < self.turns.len() && !matches!(self.turns[cut], Turn::Model { .. }) {
+            cut += 1;
+        }
+        if cut >= self.turns.len() || cut <= 1 {
+            return;
+        }
+        let dropped = cut - 1;
+        self.turns.drain(1..cut);
+        if let Some(Turn::User { text, .. }) = self.turns.first_mut() {
+            if !text.contains("earlier steps were left out") {
+                text.push_str(&format!(
+                    "\n({dropped} earlier steps were left out to keep this short; the newest screen is below.)"
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(p: bool) -> Turn {
+        Turn::User {
+            text: "screen".into(),
+            jpeg: p.then(|| vec![1, 2, 3]),
+        }
+    }
+    fn model() -> Turn {
+        Turn::Model {
+            text: String::new(),
+            calls: vec![Call {
+                id: "c".into(),
+                name: "observe".into(),
+                args: Value::Null,
+            }],
+        }
+    }
+    fn answers(p: bool) -> Turn {
+        Turn::Answers {
+            answers: vec![Answer {
+                id: "c".into(),
+                name: "observe".into(),
+                content: "{}".into(),
+                error: false,
+            }],
+            text: "after".into(),
+            jpeg: p.then(|| vec![4]),
+        }
+    }
+
+    #[test]
+    fn only_the_newest_pictures_are_kept() {
+        let mut c = Conversation::new("s");
+        c.turns = vec![user(true), model(), answers(true), model(), answers(true)];
+        c.drop_old_pictures(1);
+        let pics: Vec<bool> = c
+            .turns
+            .iter()
+            .filter_map(|t| match t {
+                Turn::User { jpeg, .. } | Turn::Answers { jpeg, .. } => Some(jpeg.is_some()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(pics, [false, false, true]);
+        let Turn::User { text, .. } = &c.turns[0] else {
+            panic!()
+        };
+        assert!(text.contains("was dropped"));
+    }
+
+    #[test]
+    fn old_steps_are_cut_before_a_model_turn_and_the_task_stays() {
+        let mut c = Conversation::new("s");
+        c.turns = vec![
+            user(false),
+            model(),
+            answers(false),
+            model(),
+            answers(false),
+            model(),
+            answers(false),
+        ];
+        c.keep_last(4);
+        assert_eq!(c.turns.len(), 5);
+        assert!(matches!(c.turns[0], Turn::User { .. }));
+        assert!(matches!(c.turns[1], Turn::Model { .. }));
+        let Turn::User { text, .. } = &c.turns[0] else {
+            panic!()
+        };
+        assert!(text.contains("2 earlier steps were left out"), "{text}");
+        // Short enough: nothing changes.
+        let before = c.turns.len();
+        c.keep_last(10);
+        assert_eq!(c.turns.len(), before);
+    }
+}

@@ -1,0 +1,290 @@
+//! Turn-based models over HTTP, against an in-process Chat Completions server (`text_server`) on the real rig: a local model with no key drives xcalc (streamed words, a tool call split across chunks, the picture and the screen as text), and a server that rate-limits, sends broken arguments, answers in words or cuts its stream gets a clear end with nothing run twice.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+use super::model_server::target;
+use super::text_server::{observation, streamed, Answer, TextServer};
+use super::util::{app, bin, rig, Guard};
+
+fn calc(display: &str) -> Guard {
+    app(display, &["xcalc", "-geometry", "300x400+400+200"], "XCalc")
+}
+
+fn text_cmd(display: &str, data: &Path, base: &str, task: &str) -> Command {
+    let mut c = bin();
+    c.env("DISPLAY", display)
+        .env("XDG_DATA_HOME", data)
+        .env("XDG_CONFIG_HOME", data.join("config"))
+        .env("XDG_CACHE_HOME", data.join("cache"))
+        .env("VOXDESK_ALLOW_APPS", "XCalc")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .args([
+            "run",
+            "--quiet",
+            "--mode",
+            "auto",
+            "--provider",
+            "openai-compatible",
+            "--endpoint",
+            base,
+            "--model",
+            "llama3.2",
+            task,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn finish(c: &mut Command) -> (i32, String) {
+    let o = c.output().unwrap();
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code().unwrap_or(-1), text)
+}
+
+fn session_record(data: &Path) -> Value {
+    let root = data.join("voxdesk/sessions");
+    let dir = std::fs::read_dir(&root)
+        .unwrap()
+        .next()
+        .expect("a session was recorded")
+        .unwrap()
+        .path();
+    serde_json::from_str(&std::fs::read_to_string(dir.join("session.json")).unwrap()).unwrap()
+}
+
+/// The display's text, read by a separate look.
+fn display_shows(display: &str, text: &str) -> bool {
+    let o = bin()
+        .env("DISPLAY", display)
+        .args(["look", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    v["targets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|t| t["text"] == text)
+}
+
+fn messages(body: &Value) -> Vec<Value> {
+    body["messages"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn a_local_model_with_no_key_drives_the_calculator_over_chat_completions() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let server = TextServer::start();
+    server.then(|body| {
+        let obs = observation(body);
+        let batch = json!({
+            "observation_id": obs["observation_id"],
+            "actions": [
+                {"action": "click", "target": target(&obs, "7")},
+                {"action": "click", "target": target(&obs, "+")},
+                {"action": "click", "target": target(&obs, "5")},
+                {"action": "click", "target": target(&obs, "=")},
+            ],
+            "expect": {"shows": ["12"]}
+        });
+        Answer::Events(streamed("Adding seven and five.", &[("act", batch)]))
+    });
+    server.then(|_| {
+        Answer::Events(streamed(
+            "",
+            &[(
+                "done",
+                json!({"success": true, "summary": "Seven and five make 12."}),
+            )],
+        ))
+    });
+    let (code, out) = finish(
+        text_cmd(d, data.path(), &server.base(), "add 7 and 5").env("VOXDESK_TEXT_PICTURES", "1"),
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(display_shows(d, "12"), "xcalc does not show 12\n{out}");
+    assert!(
+        out.contains("tokens: 2400 in, 80 out over 2 requests"),
+        "{out}"
+    );
+
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2, "{out}");
+    for s in &seen {
+        assert_eq!(s.path, "/v1/chat/completions");
+        assert_eq!(
+            s.header("authorization"),
+            None,
+            "no key is sent when none is set"
+        );
+        assert_eq!(s.body["model"], "llama3.2");
+        assert_eq!(s.body["stream"], true);
+        let tools: Vec<&str> = s.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(tools, ["observe", "act", "done"]);
+    }
+    // The first: the instruction, then the task with the screen as text and its picture.
+    let m = messages(&seen[0].body);
+    assert_eq!(m[0]["role"], "system");
+    assert!(m[0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("version text.v1"));
+    let first = &m[1]["content"];
+    assert!(first[0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Task: add 7 and 5\n"));
+    assert!(first[1]["image_url"]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("data:image/jpeg;base64,/9j/"));
+    // The second: the model's call as it made it, then its answer from the desk.
+    let m = messages(&seen[1].body);
+    let call = m.iter().find(|x| x["role"] == "assistant").unwrap();
+    assert_eq!(call["tool_calls"][0]["id"], "call_0_x");
+    assert_eq!(call["content"], "Adding seven and five.");
+    let answer = m.iter().find(|x| x["role"] == "tool").unwrap();
+    assert_eq!(answer["tool_call_id"], "call_0_x");
+    let result: Value = serde_json::from_str(answer["content"].as_str().unwrap()).unwrap();
+    assert_eq!(result["verification"]["verdict"], "verified", "{result}");
+    // The newest picture only: the first one was dropped from the second request.
+    let pictures = m
+        .iter()
+        .filter(|x| x["content"].to_string().contains("data:image/jpeg"))
+        .count();
+    assert_eq!(pictures, 1);
+
+    let rec = session_record(data.path());
+    assert_eq!(rec["provider"], "openai-compatible");
+    assert_eq!(rec["model"], "llama3.2");
+    assert_eq!(rec["status"], "done", "{rec}");
+}
+
+#[test]
+fn a_rate_limit_broken_arguments_and_words_without_a_call_end_clearly_and_nothing_runs() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let server = TextServer::start();
+    // 429 with retry-after: tried again at once.
+    server.then(|_| {
+        Answer::Json(
+            429,
+            vec![("retry-after", "0".into())],
+            json!({"error": {"message": "slow down", "type": "rate_limit"}}),
+        )
+    });
+    // Arguments that are not JSON: answered as a bad call, nothing runs.
+    server.then(|_| {
+        let mut events = streamed("", &[]);
+        events.insert(
+            0,
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_bad", "type": "function", "function": {"name": "act", "arguments": "{\"observation_id\": \"x\", \"actions\": ["}}]}}]}).to_string(),
+        );
+        Answer::Events(events)
+    });
+    // Words, no call: asked once more, then the task ends failed with them.
+    server.then(|_| Answer::Events(streamed("The calculator looks fine to me.", &[])));
+    server.then(|_| Answer::Events(streamed("I would rather not click anything.", &[])));
+    let (code, out) = finish(&mut text_cmd(d, data.path(), &server.base(), "add 7 and 5"));
+    assert_ne!(code, 0, "{out}");
+    let seen = server.requests();
+    assert_eq!(seen.len(), 4, "{out}");
+    let third = messages(&seen[2].body);
+    let bad = third
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the bad call answered");
+    assert_eq!(bad["tool_call_id"], "call_bad");
+    assert!(
+        bad["content"].as_str().unwrap().contains("bad-call"),
+        "{bad}"
+    );
+    let fourth = messages(&seen[3].body);
+    assert!(fourth.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .contains("Answer with one tool call"));
+    let rec = session_record(data.path());
+    assert_eq!(rec["status"], "failed", "{rec}");
+    assert!(
+        rec.to_string()
+            .contains("I would rather not click anything."),
+        "the model's words are in the record: {rec}"
+    );
+    assert_eq!(
+        rec["steps"].as_array().map_or(0, Vec::len),
+        0,
+        "something ran: {rec}"
+    );
+
+    // A stream cut before its end: the task ends failed, said so, and nothing ran.
+    let data = tempfile::tempdir().unwrap();
+    let server = TextServer::start();
+    server.then(|body| {
+        let obs = observation(body);
+        let batch = json!({"observation_id": obs["observation_id"],
+            "actions": [{"action": "click", "target": target(&obs, "7")}]});
+        let mut events = streamed("", &[("act", batch)]);
+        events.truncate(2);
+        Answer::Cut(events)
+    });
+    let (code, out) = finish(&mut text_cmd(d, data.path(), &server.base(), "click 7"));
+    assert_ne!(code, 0, "{out}");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "a broken stream is not sent again: {out}"
+    );
+    assert!(
+        out.contains("broke off") || out.contains("before [DONE]"),
+        "{out}"
+    );
+    let rec = session_record(data.path());
+    assert_eq!(rec["status"], "failed", "{rec}");
+    assert_eq!(
+        rec["steps"].as_array().map_or(0, Vec::len),
+        0,
+        "the half-sent call ran: {rec}"
+    );
+
+    // A plain remote endpoint and no model: one line naming the fix, nothing started.
+    let (code, out) = finish(bin().env("DISPLAY", d).args([
+        "run",
+        "--provider",
+        "openai-compatible",
+        "--endpoint",
+        "http://10.1.2.3:11434/v1",
+        "--model",
+        "m",
+        "x",
+    ]));
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("use https://10.1.2.3"), "{out}");
+    let (code, out) =
+        finish(
+            bin()
+                .env("DISPLAY", d)
+                .args(["run", "--provider", "openai-compatible", "x"]),
+        );
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("needs a model"), "{out}");
+}
