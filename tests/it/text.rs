@@ -6,7 +6,9 @@ use std::process::{Command, Stdio};
 use serde_json::{json, Value};
 
 use super::model_server::target;
-use super::text_server::{observation, streamed, Answer, TextServer};
+use super::text_server::{
+    anthropic_streamed, gemini_streamed, observation, streamed, Answer, TextServer,
+};
 use super::util::{app, bin, rig, Guard};
 
 fn calc(display: &str) -> Guard {
@@ -14,6 +16,17 @@ fn calc(display: &str) -> Guard {
 }
 
 fn text_cmd(display: &str, data: &Path, base: &str, task: &str) -> Command {
+    provider_cmd(display, data, "openai-compatible", "llama3.2", base, task)
+}
+
+fn provider_cmd(
+    display: &str,
+    data: &Path,
+    provider: &str,
+    model: &str,
+    base: &str,
+    task: &str,
+) -> Command {
     let mut c = bin();
     c.env("DISPLAY", display)
         .env("XDG_DATA_HOME", data)
@@ -28,11 +41,11 @@ fn text_cmd(display: &str, data: &Path, base: &str, task: &str) -> Command {
             "--mode",
             "auto",
             "--provider",
-            "openai-compatible",
+            provider,
             "--endpoint",
             base,
             "--model",
-            "llama3.2",
+            model,
             task,
         ])
         .stdout(Stdio::piped())
@@ -86,7 +99,7 @@ fn a_local_model_with_no_key_drives_the_calculator_over_chat_completions() {
     let d: &str = &rig;
     let _calc = calc(d);
     let data = tempfile::tempdir().unwrap();
-    let server = TextServer::start();
+    let server = TextServer::start("openai-chat");
     server.then(|body| {
         let obs = observation(body);
         let batch = json!({
@@ -183,7 +196,7 @@ fn a_rate_limit_broken_arguments_and_words_without_a_call_end_clearly_and_nothin
     let d: &str = &rig;
     let _calc = calc(d);
     let data = tempfile::tempdir().unwrap();
-    let server = TextServer::start();
+    let server = TextServer::start("openai-chat");
     // 429 with retry-after: tried again at once.
     server.then(|_| {
         Answer::Json(
@@ -238,7 +251,7 @@ fn a_rate_limit_broken_arguments_and_words_without_a_call_end_clearly_and_nothin
 
     // A stream cut before its end: the task ends failed, said so, and nothing ran.
     let data = tempfile::tempdir().unwrap();
-    let server = TextServer::start();
+    let server = TextServer::start("openai-chat");
     server.then(|body| {
         let obs = observation(body);
         let batch = json!({"observation_id": obs["observation_id"],
@@ -287,4 +300,119 @@ fn a_rate_limit_broken_arguments_and_words_without_a_call_end_clearly_and_nothin
         );
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("needs a model"), "{out}");
+}
+
+fn calc_batch(obs: &Value) -> Value {
+    json!({
+        "observation_id": obs["observation_id"],
+        "actions": [
+            {"action": "click", "target": target(obs, "7")},
+            {"action": "click", "target": target(obs, "+")},
+            {"action": "click", "target": target(obs, "5")},
+            {"action": "click", "target": target(obs, "=")},
+        ],
+        "expect": {"shows": ["12"]}
+    })
+}
+
+/// The seed's provider by its own name (`claude`, Anthropic's Messages API) and Gemini's
+/// generateContent each drive the calculator, their keys in their own headers only, the
+/// model's calls and answers in their APIs' shapes (Gemini's thought signature sent back).
+#[test]
+fn claude_and_gemini_text_drive_the_calculator_with_their_keys_in_their_headers() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+
+    let data = tempfile::tempdir().unwrap();
+    let server = TextServer::start("anthropic");
+    server.then(|body| {
+        Answer::Events(anthropic_streamed(
+            "Adding seven and five.",
+            &[("act", calc_batch(&observation(body)))],
+        ))
+    });
+    server.then(|_| {
+        Answer::Events(anthropic_streamed(
+            "",
+            &[("done", json!({"success": true, "summary": "It shows 12."}))],
+        ))
+    });
+    let (code, out) = finish(
+        provider_cmd(
+            d,
+            data.path(),
+            "claude",
+            "claude-sonnet-4-6",
+            &format!("http://127.0.0.1:{}", server.port),
+            "add 7 and 5",
+        )
+        .env("ANTHROPIC_API_KEY", "test-key-anthropic"),
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(display_shows(d, "12"), "xcalc does not show 12\n{out}");
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2, "{out}");
+    for s in &seen {
+        assert_eq!(s.path, "/v1/messages");
+        assert_eq!(s.header("x-api-key"), Some("test-key-anthropic"));
+        assert_eq!(s.header("anthropic-version"), Some("2023-06-01"));
+        assert_eq!(s.header("authorization"), None);
+        assert_eq!(s.body["model"], "claude-sonnet-4-6");
+        assert!(s.body["system"].as_str().unwrap().contains("text.v1"));
+    }
+    let m = seen[1].body["messages"].as_array().unwrap();
+    assert_eq!(m[1]["role"], "assistant");
+    assert_eq!(m[1]["content"][1]["type"], "tool_use");
+    assert_eq!(m[1]["content"][1]["id"], "toolu_0");
+    assert_eq!(m[2]["content"][0]["type"], "tool_result");
+    assert_eq!(m[2]["content"][0]["tool_use_id"], "toolu_0");
+    let rec = session_record(data.path());
+    assert_eq!(rec["provider"], "anthropic");
+    assert_eq!(rec["status"], "done", "{rec}");
+
+    let data = tempfile::tempdir().unwrap();
+    let server = TextServer::start("gemini-text");
+    server.then(|body| {
+        Answer::Events(gemini_streamed(
+            "Adding seven and five.",
+            &[("act", calc_batch(&observation(body)))],
+        ))
+    });
+    server.then(|_| {
+        Answer::Events(gemini_streamed(
+            "",
+            &[("done", json!({"success": true, "summary": "It shows 12."}))],
+        ))
+    });
+    let (code, out) = finish(
+        provider_cmd(
+            d,
+            data.path(),
+            "gemini-text",
+            "gemini-3-flash",
+            &format!("http://127.0.0.1:{}", server.port),
+            "add 7 and 5",
+        )
+        .env("GEMINI_API_KEY", "test-key-gemini"),
+    );
+    assert_eq!(code, 0, "{out}");
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2, "{out}");
+    for s in &seen {
+        assert_eq!(
+            s.path,
+            "/v1beta/models/gemini-3-flash:streamGenerateContent?alt=sse"
+        );
+        assert_eq!(s.header("x-goog-api-key"), Some("test-key-gemini"));
+    }
+    let c = seen[1].body["contents"].as_array().unwrap();
+    assert_eq!(c[1]["role"], "model");
+    assert_eq!(c[1]["parts"][1]["thoughtSignature"], "c2lnbmF0dXJl");
+    assert_eq!(c[2]["parts"][0]["functionResponse"]["name"], "act");
+    assert_eq!(
+        c[2]["parts"][0]["functionResponse"]["response"]["output"]["verification"]["verdict"],
+        "verified"
+    );
+    assert_eq!(session_record(data.path())["status"], "done");
 }

@@ -43,7 +43,9 @@ pub struct TextServer {
 }
 
 impl TextServer {
-    pub fn start() -> TextServer {
+    /// `api` tags the dumped bodies for the SDK check ("openai-chat", "anthropic",
+    /// "gemini-text").
+    pub fn start(api: &'static str) -> TextServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
@@ -53,7 +55,7 @@ impl TextServer {
         std::thread::spawn(move || {
             for tcp in listener.incoming().map_while(Result::ok) {
                 let (s3, sc3, d) = (s2.clone(), sc2.clone(), dump.clone());
-                std::thread::spawn(move || serve(tcp, &s3, &sc3, d.as_deref()));
+                std::thread::spawn(move || serve(tcp, api, &s3, &sc3, d.as_deref()));
             }
         });
         TextServer { port, seen, script }
@@ -76,6 +78,7 @@ impl TextServer {
 
 fn serve(
     tcp: TcpStream,
+    api: &str,
     seen: &Mutex<Vec<Seen>>,
     script: &Mutex<VecDeque<Script>>,
     dump: Option<&std::path::Path>,
@@ -108,7 +111,7 @@ fn serve(
     let _ = r.read_exact(&mut buf);
     let body: Value = serde_json::from_slice(&buf).unwrap_or(Value::Null);
     if let Some(p) = dump {
-        let line = serde_json::json!({"provider": "openai-chat", "frame": body}).to_string();
+        let line = serde_json::json!({"provider": api, "frame": body}).to_string();
         if let Ok(mut f) = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -191,7 +194,15 @@ pub fn streamed(words: &str, calls: &[(&str, Value)]) -> Vec<String> {
 /// a user message, or in the newest tool answer.
 pub fn observation(body: &Value) -> Value {
     let mut obs = Value::Null;
-    for m in body["messages"].as_array().into_iter().flatten() {
+    // Gemini's contents hold parts where the others hold content.
+    let gemini: Vec<Value> = body["contents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| serde_json::json!({"role": c["role"], "content": c["parts"]}))
+        .collect();
+    let messages = body["messages"].as_array().cloned().unwrap_or(gemini);
+    for m in &messages {
         let text = match &m["content"] {
             Value::String(s) => s.clone(),
             Value::Array(parts) => parts
@@ -219,4 +230,63 @@ pub fn observation(body: &Value) -> Value {
         }
     }
     obs
+}
+
+/// Anthropic's stream of events for a reply: the words as a text block in two deltas, each
+/// call as a tool_use block whose input comes in two `input_json_delta` pieces.
+pub fn anthropic_streamed(words: &str, calls: &[(&str, Value)]) -> Vec<String> {
+    use serde_json::json;
+    let mut out = vec![json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "claude", "usage": {"input_tokens": 1500, "output_tokens": 1}}}).to_string()];
+    let mut index = 0;
+    if !words.is_empty() {
+        let mid = (words.len() / 2..=words.len())
+            .find(|&i| words.is_char_boundary(i))
+            .unwrap();
+        out.push(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}).to_string());
+        for piece in [&words[..mid], &words[mid..]] {
+            out.push(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}).to_string());
+        }
+        out.push(json!({"type": "content_block_stop", "index": 0}).to_string());
+        index = 1;
+    }
+    out.push(json!({"type": "ping"}).to_string());
+    for (k, (name, args)) in calls.iter().enumerate() {
+        let i = index + k;
+        let a = args.to_string();
+        let mid = a.len() / 2;
+        out.push(json!({"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": format!("toolu_{k}"), "name": name, "input": {}}}).to_string());
+        for piece in [&a[..mid], &a[mid..]] {
+            out.push(json!({"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": piece}}).to_string());
+        }
+        out.push(json!({"type": "content_block_stop", "index": i}).to_string());
+    }
+    out.push(json!({"type": "message_delta", "delta": {"stop_reason": if calls.is_empty() {"end_turn"} else {"tool_use"}}, "usage": {"output_tokens": 50}}).to_string());
+    out.push(json!({"type": "message_stop"}).to_string());
+    out
+}
+
+/// Gemini's stream for a reply: the words, then each call whole with a thought signature on
+/// the first (Gemini sends no argument pieces and no `[DONE]`).
+pub fn gemini_streamed(words: &str, calls: &[(&str, Value)]) -> Vec<String> {
+    use serde_json::json;
+    let mut out = Vec::new();
+    if !words.is_empty() {
+        out.push(
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": words}]}}]})
+                .to_string(),
+        );
+    }
+    let parts: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(k, (name, args))| {
+            let mut p = json!({"functionCall": {"name": name, "args": args}});
+            if k == 0 {
+                p["thoughtSignature"] = Value::from("c2lnbmF0dXJl");
+            }
+            p
+        })
+        .collect();
+    out.push(json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 1400, "candidatesTokenCount": 30}}).to_string());
+    out
 }

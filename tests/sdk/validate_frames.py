@@ -9,6 +9,10 @@ strictly; unknown keys (which openai's models silently keep) are reported by wal
 openai.types.chat's CompletionCreateParamsStreaming / NonStreaming through pydantic's TypeAdapter,
 every lazy iterator forced and the result compared with the body, so an unknown key (which a
 TypedDict drops silently) or a coerced value fails too.
+"anthropic" records are Messages request bodies, validated the same way with anthropic's
+MessageCreateParamsStreaming / NonStreaming; "gemini-text" records are generateContent bodies,
+each part validated with google-genai's models (Content for every contents[i] and
+systemInstruction, Tool, ToolConfig, GenerationConfig: extra='forbid'), no other top-level key.
 Exit 1 on any invalid frame, naming it.
 
 Usage: python3 validate_frames.py FRAMES.jsonl
@@ -87,6 +91,35 @@ def force(x):
     return [force(v) for v in x]
 
 
+def anthropic_adapters():
+    from anthropic.types import message_create_params as mcp
+    from pydantic import TypeAdapter
+
+    return (
+        TypeAdapter(mcp.MessageCreateParamsStreaming),
+        TypeAdapter(mcp.MessageCreateParamsNonStreaming),
+    )
+
+
+def check_gemini_text(body):
+    parts = {
+        "systemInstruction": gt.Content,
+        "toolConfig": gt.ToolConfig,
+        "generationConfig": gt.GenerationConfig,
+    }
+    for k, v in body.items():
+        if k == "contents":
+            for c in v:
+                gt.Content.model_validate(c)
+        elif k == "tools":
+            for t in v:
+                gt.Tool.model_validate(t)
+        elif k in parts:
+            parts[k].model_validate(v)
+        else:
+            raise ValueError(f"unknown top-level key {k!r}")
+
+
 def check_openai_chat(body, adapters):
     streaming, whole = adapters
     adapter = streaming if body.get("stream") is True else whole
@@ -98,6 +131,7 @@ def check_openai_chat(body, adapters):
 def main(path):
     classes = openai_classes()
     adapters = chat_adapters()
+    claude = anthropic_adapters()
     bad = 0
     n = 0
     with open(path) as f:
@@ -114,6 +148,10 @@ def main(path):
                     check_openai(rec["frame"], classes)
                 elif rec["provider"] == "openai-chat":
                     check_openai_chat(rec["frame"], adapters)
+                elif rec["provider"] == "anthropic":
+                    check_openai_chat(rec["frame"], claude)
+                elif rec["provider"] == "gemini-text":
+                    check_gemini_text(rec["frame"])
                 else:
                     raise ValueError(f"unknown provider {rec['provider']!r}")
             except Exception as e:  # every failure is reported, then the exit code says so

@@ -97,7 +97,7 @@ const RUN_PKGS: &[&str] = &[
 
 /// The official SDKs whose types judge the frames voxdesk sends (the versions
 /// `../shared/realtime-protocols.md` was written against).
-const SDKS: &[&str] = &["google-genai==3.6.1", "openai==3.57.0"];
+const SDKS: &[&str] = &["google-genai==3.6.1", "openai==3.57.0", "anthropic==2.17.0"];
 
 /// The learned models and the ONNX Runtime they run on, each from a wheel on PyPI (pinned, the
 /// wheel's and every file's sha256 checked): (package==version, wheel file, its sha256, [(path

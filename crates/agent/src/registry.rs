@@ -45,7 +45,32 @@ pub const PROVIDERS: &[Provider] = &[
         realtime: false,
         text: true,
     },
+    Provider {
+        name: "anthropic",
+        models: &[],
+        about: "Claude through Anthropic's Messages API (ANTHROPIC_API_KEY; also named claude)",
+        realtime: false,
+        text: true,
+    },
+    Provider {
+        name: "gemini-text",
+        models: &[],
+        about: "Gemini's generateContent, turn by turn (GEMINI_API_KEY)",
+        realtime: false,
+        text: true,
+    },
 ];
+
+/// Other names a provider is known by (the seed's API example says `claude`).
+const ALIASES: &[(&str, &str)] = &[("claude", "anthropic")];
+
+/// The provider a name means, aliases followed.
+pub fn canonical(provider: &str) -> &str {
+    ALIASES
+        .iter()
+        .find(|(a, _)| *a == provider)
+        .map_or(provider, |(_, p)| p)
+}
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum RegistryError {
@@ -73,7 +98,7 @@ pub enum RegistryError {
 fn models_of(provider: &str) -> String {
     PROVIDERS
         .iter()
-        .find(|p| p.name == provider)
+        .find(|p| p.name == canonical(provider))
         .map(|p| p.models.join(", "))
         .unwrap_or_default()
 }
@@ -104,7 +129,7 @@ pub fn resolve_realtime(
 ) -> Result<Option<(&'static str, String)>, RegistryError> {
     let p = PROVIDERS
         .iter()
-        .find(|p| p.name == provider)
+        .find(|p| p.name == canonical(provider))
         .ok_or_else(|| RegistryError::UnknownProvider(provider.to_string()))?;
     if !p.realtime {
         return Ok(None);
@@ -122,7 +147,7 @@ pub fn resolve_text(
 ) -> Result<Option<(&'static str, String)>, RegistryError> {
     let p = PROVIDERS
         .iter()
-        .find(|p| p.name == provider)
+        .find(|p| p.name == canonical(provider))
         .ok_or_else(|| RegistryError::UnknownProvider(provider.to_string()))?;
     if !p.text {
         return Ok(None);
@@ -140,7 +165,7 @@ pub fn resolve(
 ) -> Result<(&'static str, &'static str), RegistryError> {
     let p = PROVIDERS
         .iter()
-        .find(|p| p.name == provider)
+        .find(|p| p.name == canonical(provider))
         .ok_or_else(|| RegistryError::UnknownProvider(provider.to_string()))?;
     if (p.realtime || p.text) && model.is_none() {
         return Err(RegistryError::NoModel(p.name));
@@ -201,7 +226,11 @@ mod tests {
         assert!(resolve("vertex", None)
             .unwrap_err()
             .to_string()
-            .contains("known: local, gemini, openai, openai-compatible"));
+            .contains("known: local, gemini, openai, openai-compatible, anthropic, gemini-text"));
+        assert_eq!(
+            resolve_text("claude", Some("claude-sonnet-4-6")).unwrap(),
+            Some(("anthropic", "claude-sonnet-4-6".into()))
+        );
         assert_eq!(
             resolve_text("openai-compatible", Some("llama3.2")).unwrap(),
             Some(("openai-compatible", "llama3.2".into()))

@@ -10,6 +10,8 @@ pub struct Call {
     pub name: String,
     /// The arguments as the model wrote them (an object when they parsed).
     pub args: Value,
+    /// Gemini's thought signature, sent back in the same part.
+    pub signature: Option<String>,
 }
 
 /// The answer to one call.
@@ -53,6 +55,15 @@ pub struct Reply {
 pub struct Usage {
     pub input: u64,
     pub output: u64,
+}
+
+/// Why a reply could not be read.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ReadError {
+    #[error("the server answered with an error: {0}")]
+    Server(String),
+    #[error("the reply is not what the API returns: {0}")]
+    Shape(String),
 }
 
 /// The conversation: a system instruction and the turns.
@@ -132,6 +143,7 @@ mod tests {
                 id: "c".into(),
                 name: "observe".into(),
                 args: Value::Null,
+                signature: None,
             }],
         }
     }

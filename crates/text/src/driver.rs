@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::convo::{Answer, Call, Conversation, Reply, Turn, Usage};
+use super::convo::{Answer, Call, Conversation, ReadError, Reply, Turn, Usage};
 use super::http::{Client, HttpError};
-use super::openai;
-use super::spec::Spec;
+use super::spec::{Provider, Spec};
+use super::{anthropic, gemini, openai};
 use voxdesk_agent::{Driver, Move, What};
 use voxdesk_desk::tool::{self, ToolCall, ToolResult};
 use voxdesk_input::stop::StopLatch;
@@ -70,14 +70,28 @@ impl TextDriver {
 
     /// The request body the next turn sends (tests read it).
     pub fn body(&self) -> Value {
-        openai::request(
-            &self.spec.model,
-            &self.convo,
-            &self.tools,
-            &self.spec.flavour,
-            self.spec.max_tokens,
-            self.spec.stream,
-        )
+        let s = &self.spec;
+        match s.provider {
+            Provider::OpenAiCompatible => openai::request(
+                &s.model,
+                &self.convo,
+                &self.tools,
+                &s.flavour,
+                s.max_tokens,
+                s.stream,
+            ),
+            Provider::Anthropic => anthropic::request(
+                &s.model,
+                &self.convo,
+                &self.tools,
+                s.flavour.pictures,
+                s.max_tokens,
+                s.stream,
+            ),
+            Provider::GeminiText => {
+                gemini::request(&self.convo, &self.tools, s.flavour.pictures, s.max_tokens)
+            }
+        }
     }
 
     /// One request, on a thread of its own so a stop does not wait for the model: the reply,
@@ -89,12 +103,13 @@ impl TextDriver {
         let (tx, rx) = mpsc::channel();
         let client = self.client.clone();
         let stream = self.spec.stream;
+        let provider = self.spec.provider;
         let names = self.names.clone();
         let latch = self.latch.clone();
         std::thread::Builder::new()
             .name("voxdesk-text-request".into())
             .spawn(move || {
-                let r = request(&client, &body, stream, &names, &latch);
+                let r = request(provider, &client, &body, stream, &names, &latch);
                 let _ = tx.send(r);
             })
             .map_err(|e| e.to_string())?;
@@ -163,8 +178,47 @@ impl TextDriver {
     }
 }
 
+/// A reply put together as it streams, in its API's events.
+enum Pieces {
+    OpenAi(openai::Stream),
+    Anthropic(anthropic::Stream),
+    Gemini(gemini::Stream),
+}
+
+impl Pieces {
+    fn new(p: Provider) -> Pieces {
+        match p {
+            Provider::OpenAiCompatible => Pieces::OpenAi(Default::default()),
+            Provider::Anthropic => Pieces::Anthropic(Default::default()),
+            Provider::GeminiText => Pieces::Gemini(Default::default()),
+        }
+    }
+    fn feed(&mut self, data: &str) -> Result<String, ReadError> {
+        match self {
+            Pieces::OpenAi(s) => s.feed(data),
+            Pieces::Anthropic(s) => s.feed(data),
+            Pieces::Gemini(s) => s.feed(data),
+        }
+    }
+    fn done(&self) -> bool {
+        match self {
+            Pieces::OpenAi(s) => s.done(),
+            Pieces::Anthropic(s) => s.done(),
+            Pieces::Gemini(s) => s.done(),
+        }
+    }
+    fn reply(self, names: &[&str]) -> Reply {
+        match self {
+            Pieces::OpenAi(s) => s.reply(names),
+            Pieces::Anthropic(s) => s.reply(names),
+            Pieces::Gemini(s) => s.reply(names),
+        }
+    }
+}
+
 /// The request and the reply read back (streamed or whole).
 fn request(
+    provider: Provider,
     client: &Client,
     body: &Value,
     stream: bool,
@@ -172,36 +226,35 @@ fn request(
     latch: &StopLatch,
 ) -> Result<Reply, HttpError> {
     let stopped = || latch.is_stopped();
+    let unreadable = |e: ReadError| HttpError::Read {
+        url: client.url.clone(),
+        why: e.to_string(),
+    };
     if !stream {
         let v = client.post(body, false, &mut |_| Ok(()), &stopped)?;
-        return openai::reply(&v, names).map_err(|e| HttpError::Read {
-            url: client.url.clone(),
-            why: e.to_string(),
-        });
+        return match provider {
+            Provider::OpenAiCompatible => openai::reply(&v, names),
+            Provider::Anthropic => anthropic::reply(&v, names),
+            Provider::GeminiText => gemini::reply(&v, names),
+        }
+        .map_err(unreadable);
     }
-    let mut s = openai::Stream::default();
-    let mut bad = None;
+    let mut s = Pieces::new(provider);
     client.post(
         body,
         true,
         &mut |data| {
-            s.feed(data).map(|_| ()).map_err(|e| {
-                bad = Some(e.to_string());
-                e.to_string()
-            })
+            if data.trim() == "[DONE]" && !matches!(provider, Provider::OpenAiCompatible) {
+                return Ok(());
+            }
+            s.feed(data).map(|_| ()).map_err(|e| e.to_string())
         },
         &stopped,
     )?;
-    if let Some(e) = bad {
-        return Err(HttpError::Read {
-            url: client.url.clone(),
-            why: e,
-        });
-    }
     if !s.done() {
         return Err(HttpError::Read {
             url: client.url.clone(),
-            why: "the stream ended before [DONE]".into(),
+            why: "the stream ended before the reply was complete".into(),
         });
     }
     Ok(s.reply(names))

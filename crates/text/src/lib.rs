@@ -1,7 +1,9 @@
-//! Turn-based models as planners over the same tools: the conversation in no vendor's words (`convo`), each API's wire format as pure functions (`openai`: Chat Completions, which Ollama, vLLM, llama.cpp's server and LM Studio speak), the one HTTP edge (`http`), where and with which key (`spec`), and the agent's `Driver` (`driver`).
+//! Turn-based models as planners over the same tools: the conversation in no vendor's words (`convo`), each API's wire format as pure functions (`openai`: Chat Completions, which Ollama, vLLM, llama.cpp's server and LM Studio speak; `anthropic`: Messages; `gemini`: generateContent), the one HTTP edge (`http`), where and with which key (`spec`), and the agent's `Driver` (`driver`).
 
+pub mod anthropic;
 pub mod convo;
 pub mod driver;
+pub mod gemini;
 pub mod http;
 pub mod openai;
 pub mod spec;

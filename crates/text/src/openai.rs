@@ -3,7 +3,7 @@
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
-use super::convo::{Call, Conversation, Reply, Turn, Usage};
+use super::convo::{Call, Conversation, ReadError, Reply, Turn, Usage};
 
 /// How one deployment takes a request.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,15 +109,6 @@ fn user(text: &str, jpeg: Option<&[u8]>, flavour: &Flavour) -> Value {
     }
 }
 
-/// Why a reply could not be read.
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum ReadError {
-    #[error("the server answered with an error: {0}")]
-    Server(String),
-    #[error("the reply is not what the API returns: {0}")]
-    Shape(String),
-}
-
 /// The error a body carries (`{"error": {"message", …}}`), if any.
 pub fn error_of(body: &Value) -> Option<String> {
     let e = body.get("error")?;
@@ -149,6 +140,7 @@ pub fn reply(body: &Value, tools: &[&str]) -> Result<Reply, ReadError> {
                 .unwrap_or_default()
                 .to_string(),
             args: args_of(&c["function"]["arguments"]),
+            signature: None,
         });
     }
     let mut r = Reply {
@@ -222,6 +214,7 @@ pub fn calls_in_text(r: &mut Reply, tools: &[&str]) {
         id: "call_0".into(),
         name: name.to_string(),
         args,
+        signature: None,
     });
     r.text.clear();
 }
@@ -326,6 +319,7 @@ impl Stream {
                 },
                 name,
                 args: whole.unwrap_or_else(|| args_of(&Value::String(args))),
+                signature: None,
             })
             .collect();
         let mut r = Reply {
@@ -367,6 +361,7 @@ mod tests {
                     id: "call_1".into(),
                     name: "act".into(),
                     args: json!({"observation_id": "o1", "actions": []}),
+                    signature: None,
                 }],
             },
             Turn::Answers {

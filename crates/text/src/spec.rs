@@ -11,14 +11,24 @@ use super::openai::Flavour;
 pub enum Provider {
     /// Chat Completions: OpenAI, Ollama, vLLM, llama.cpp's server, LM Studio, OpenRouter.
     OpenAiCompatible,
+    /// Anthropic's Messages API (Claude).
+    Anthropic,
+    /// Gemini's `generateContent` (beside the Live provider, `gemini`).
+    GeminiText,
 }
 
 impl Provider {
-    pub const ALL: &'static [Provider] = &[Provider::OpenAiCompatible];
+    pub const ALL: &'static [Provider] = &[
+        Provider::OpenAiCompatible,
+        Provider::Anthropic,
+        Provider::GeminiText,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Provider::OpenAiCompatible => "openai-compatible",
+            Provider::Anthropic => "anthropic",
+            Provider::GeminiText => "gemini-text",
         }
     }
     pub fn from_name(name: &str) -> Option<Provider> {
@@ -28,16 +38,22 @@ impl Provider {
     pub fn url_var(self) -> &'static str {
         match self {
             Provider::OpenAiCompatible => "OPENAI_BASE_URL",
+            Provider::Anthropic => "ANTHROPIC_BASE_URL",
+            Provider::GeminiText => "GOOGLE_GEMINI_BASE_URL",
         }
     }
     pub fn key_var(self) -> &'static str {
         match self {
             Provider::OpenAiCompatible => "OPENAI_API_KEY",
+            Provider::Anthropic => "ANTHROPIC_API_KEY",
+            Provider::GeminiText => "GEMINI_API_KEY",
         }
     }
     pub fn default_base(self) -> &'static str {
         match self {
             Provider::OpenAiCompatible => "https://api.openai.com/v1",
+            Provider::Anthropic => "https://api.anthropic.com",
+            Provider::GeminiText => "https://generativelanguage.googleapis.com",
         }
     }
 }
@@ -47,6 +63,11 @@ impl Provider {
 pub enum SpecError {
     #[error("provider {0} needs a model: pass --model (for Ollama, a model `ollama list` shows); voxdesk picks none for you")]
     NoModel(&'static str),
+    #[error("provider {provider} at its own endpoint needs a key: set {var} (a local server or proxy given with --endpoint may need none)")]
+    NoKey {
+        provider: &'static str,
+        var: &'static str,
+    },
     #[error("{origin}: {base:?} is not an http(s) URL")]
     BadUrl { origin: String, base: String },
     #[error("{origin}: http:// (unencrypted) is only for a loopback address; use https://{host}")]
@@ -58,8 +79,8 @@ pub enum SpecError {
 pub struct Spec {
     pub provider: Provider,
     pub model: String,
-    /// The request URL (base + the API's path).
-    pub url: String,
+    /// The endpoint's base (no trailing slash); [`Spec::url`] adds the API's path.
+    pub base: String,
     key: Option<String>,
     pub flavour: Flavour,
     /// Stream the reply (the model's words are spoken as they come).
@@ -94,11 +115,17 @@ impl Spec {
         let key = env(provider.key_var())
             .map(|k| k.trim().to_string())
             .filter(|k| !k.is_empty());
+        if key.is_none() && base == provider.default_base() {
+            return Err(SpecError::NoKey {
+                provider: provider.name(),
+                var: provider.key_var(),
+            });
+        }
         let openai_itself = base.contains("://api.openai.com");
         Ok(Spec {
             provider,
             model: model.to_string(),
-            url: format!("{base}/chat/completions"),
+            base,
             key,
             flavour: Flavour {
                 completion_tokens_key: openai_itself,
@@ -117,13 +144,37 @@ impl Spec {
         self.key.is_some()
     }
 
-    /// The HTTP client, the key in its header.
+    /// The request URL: the base and the API's documented path.
+    pub fn url(&self) -> String {
+        let b = &self.base;
+        match self.provider {
+            Provider::OpenAiCompatible => format!("{b}/chat/completions"),
+            Provider::Anthropic => format!("{b}/v1/messages"),
+            Provider::GeminiText if self.stream => format!(
+                "{b}/v1beta/models/{}:streamGenerateContent?alt=sse",
+                self.model
+            ),
+            Provider::GeminiText => format!("{b}/v1beta/models/{}:generateContent", self.model),
+        }
+    }
+
+    /// The HTTP client, the key in the provider's header (never the URL).
     pub fn client(&self) -> Client {
         let mut headers = Vec::new();
-        if let Some(k) = &self.key {
-            headers.push(("Authorization", format!("Bearer {k}")));
+        match (self.provider, &self.key) {
+            (Provider::OpenAiCompatible, Some(k)) => {
+                headers.push(("Authorization", format!("Bearer {k}")))
+            }
+            (Provider::Anthropic, k) => {
+                headers.push(("anthropic-version", "2023-06-01".to_string()));
+                if let Some(k) = k {
+                    headers.push(("x-api-key", k.clone()));
+                }
+            }
+            (Provider::GeminiText, Some(k)) => headers.push(("x-goog-api-key", k.clone())),
+            _ => {}
         }
-        Client::new(self.url.clone(), headers, self.timeout)
+        Client::new(self.url(), headers, self.timeout)
     }
 }
 
@@ -176,10 +227,10 @@ mod tests {
             env(&[]),
         )
         .unwrap();
-        assert_eq!(s.url, "http://127.0.0.1:11434/v1/chat/completions");
+        assert_eq!(s.url(), "http://127.0.0.1:11434/v1/chat/completions");
         assert!(!s.has_key() && !s.flavour.completion_tokens_key);
         let s = Spec::resolve(p, Some("gpt-5"), None, env(&[("OPENAI_API_KEY", "sk-1")])).unwrap();
-        assert_eq!(s.url, "https://api.openai.com/v1/chat/completions");
+        assert_eq!(s.url(), "https://api.openai.com/v1/chat/completions");
         assert!(s.has_key() && s.flavour.completion_tokens_key);
         assert!(!format!("{:?}", s.client()).contains("sk-1"));
         let s = Spec::resolve(
@@ -189,7 +240,31 @@ mod tests {
             env(&[("OPENAI_BASE_URL", "http://localhost:8000/v1")]),
         )
         .unwrap();
-        assert_eq!(s.url, "http://localhost:8000/v1/chat/completions");
+        assert_eq!(s.url(), "http://localhost:8000/v1/chat/completions");
+        // The cloud with no key: named; Anthropic and Gemini at their documented paths.
+        assert_eq!(
+            Spec::resolve(p, Some("gpt-5"), None, env(&[])).unwrap_err(),
+            SpecError::NoKey {
+                provider: "openai-compatible",
+                var: "OPENAI_API_KEY"
+            }
+        );
+        let a = Spec::resolve(
+            Provider::Anthropic,
+            Some("claude-sonnet-4-6"),
+            None,
+            env(&[("ANTHROPIC_API_KEY", "k")]),
+        )
+        .unwrap();
+        assert_eq!(a.url(), "https://api.anthropic.com/v1/messages");
+        let g = Spec::resolve(
+            Provider::GeminiText,
+            Some("gemini-3-flash"),
+            None,
+            env(&[("GEMINI_API_KEY", "k")]),
+        )
+        .unwrap();
+        assert_eq!(g.url(), "https://generativelanguage.googleapis.com/v1beta/models/gemini-3-flash:streamGenerateContent?alt=sse");
         assert_eq!(
             Spec::resolve(p, Some("m"), Some("http://10.0.0.5:11434/v1"), env(&[])).unwrap_err(),
             SpecError::Plaintext {
