@@ -416,3 +416,59 @@ fn claude_and_gemini_text_drive_the_calculator_with_their_keys_in_their_headers(
     );
     assert_eq!(session_record(data.path())["status"], "done");
 }
+
+/// The seed's API example, word for word in its provider and model: `POST /observe/sessions`
+/// with `"provider": "claude"` starts a session on the daemon, driven by the Messages API
+/// (here the in-process server, named by `ANTHROPIC_BASE_URL` in the daemon's environment).
+#[test]
+fn the_seeds_curl_example_starts_a_claude_session_on_the_daemon() {
+    use super::serve::{daemon_with, dirs};
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let server = TextServer::start("anthropic");
+    server.then(|body| {
+        Answer::Events(anthropic_streamed(
+            "Adding seven and five.",
+            &[("act", calc_batch(&observation(body)))],
+        ))
+    });
+    server.then(|_| {
+        Answer::Events(anthropic_streamed(
+            "",
+            &[("done", json!({"success": true, "summary": "It shows 12."}))],
+        ))
+    });
+    let dirs = dirs();
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let dm = daemon_with(
+        d,
+        &dirs,
+        &[],
+        &[
+            ("ANTHROPIC_BASE_URL", base.as_str()),
+            ("ANTHROPIC_API_KEY", "test-key-anthropic"),
+        ],
+        None,
+    );
+    let (code, s) = dm.post(
+        "/observe/sessions",
+        // The seed's body, and auto mode (the daemon's own default asks the panel first).
+        json!({"task": "add 7 and 5 on the calculator", "provider": "claude", "model": "claude-sonnet-4-6", "mode": "auto"}),
+    );
+    assert_eq!(code, 201, "{s}");
+    let id = s["id"].as_str().unwrap().to_string();
+    let r = dm.ended(&id, std::time::Duration::from_secs(60));
+    assert_eq!(r["status"], "done", "{r}");
+    assert_eq!(r["provider"], "anthropic");
+    assert_eq!(r["model"], "claude-sonnet-4-6");
+    assert!(display_shows(d, "12"));
+    assert_eq!(server.requests().len(), 2);
+    // An unknown provider is refused with the known ones named.
+    let (code, e) = dm.post(
+        "/observe/sessions",
+        json!({"task": "x", "provider": "vertex", "model": "m"}),
+    );
+    assert_eq!(code, 400, "{e}");
+    assert!(e["error"].as_str().unwrap().contains("anthropic"), "{e}");
+}

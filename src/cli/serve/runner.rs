@@ -135,6 +135,7 @@ enum Plan {
     /// Checked here, made again on the session's thread (a driver stays on its thread).
     Local(String, String),
     Realtime(Box<voxdesk_realtime::driver::Spec>),
+    Text(Box<voxdesk_text::Spec>),
 }
 
 impl Runner {
@@ -205,7 +206,19 @@ impl Runner {
         }
         let bad = |e: RegistryError| StartError::Bad(e.to_string());
         let mut decomposition = Vec::new();
+        let text = registry::resolve_text(&provider, Some(&model)).map_err(bad)?;
         let (provider, model, plan) = match registry::resolve_realtime(&provider, Some(&model)) {
+            _ if text.is_some() => {
+                let (p, m) = text.expect("checked");
+                let which = voxdesk_text::Provider::from_name(p)
+                    .ok_or_else(|| StartError::Bad(format!("provider {p} has no text driver")))?;
+                let mut spec =
+                    voxdesk_text::Spec::resolve(which, Some(&m), None, |k| std::env::var(k).ok())
+                        .map_err(|e| StartError::Bad(e.to_string()))?;
+                spec.max_actions = settings.rails.max_actions;
+                spec.flavour.pictures = settings.text_pictures;
+                (p.to_string(), m, Plan::Text(Box::new(spec)))
+            }
             Ok(Some((p, m))) => {
                 let spec = voxdesk_realtime::launch::spec(&self.loaded, p, &m, None, |k| {
                     std::env::var(k).ok()
@@ -249,6 +262,11 @@ impl Runner {
                 "{}+{}",
                 voxdesk_desk::PROMPT_VERSION,
                 voxdesk_realtime::driver::INSTRUCTION_VERSION
+            ),
+            Plan::Text(_) => format!(
+                "{}+{}",
+                voxdesk_desk::PROMPT_VERSION,
+                voxdesk_text::driver::INSTRUCTION_VERSION
             ),
         };
         let record = RecordSpec {
@@ -302,6 +320,18 @@ impl Runner {
                             let _ = desk.end(Status::Failed, &e.to_string());
                         }
                     },
+                    Plan::Text(spec) => {
+                        if spec.flavour.pictures {
+                            desk.send_pictures(Some(
+                                voxdesk_screen::picture::PictureConfig::default(),
+                            ));
+                        }
+                        if speak {
+                            desk.subscribe(Box::new(Narrator::new(true, None, Some(l.clone()))));
+                        }
+                        let mut driver = voxdesk_text::TextDriver::new(*spec, l, &task);
+                        drive(&mut driver, &mut desk, limits);
+                    }
                     Plan::Realtime(spec) => {
                         let voice = Voice {
                             speak,
