@@ -87,10 +87,13 @@ enum Cmd {
     /// commands are recognised offline against what is on screen (local: no key, no network);
     /// each task runs on the desk (its own recorded session), one after another.
     Listen {
-        /// local (offline commands), gemini (Gemini Live) or openai (OpenAI Realtime).
+        /// local (offline commands), gemini (Gemini Live), openai (OpenAI Realtime), or a text
+        /// model (openai-compatible, anthropic/claude, gemini-text: offline commands, and other
+        /// speech as its task).
         #[arg(long)]
         provider: String,
-        /// The model, e.g. gemini-3.8-live or gpt-realtime (or realtime.<provider>_model in the config).
+        /// The model, e.g. gemini-3.8-live, gpt-realtime, llama3.2 (or realtime.<provider>_model
+        /// in the config for the realtime ones).
         #[arg(long)]
         model: Option<String>,
         /// The endpoint's base (scheme, host, port); the documented path is added.
@@ -290,7 +293,11 @@ fn run(cli: Cli) -> Result<Exit> {
                 narration_wav,
                 step_cap,
             };
-            if args.provider == "local" {
+            // Offline commands, and with a text model named, other speech as its task.
+            let text = voxdesk_agent::registry::PROVIDERS
+                .iter()
+                .any(|p| p.text && p.name == voxdesk_agent::registry::canonical(&args.provider));
+            if args.provider == "local" || text {
                 cli::listen_local::listen_local(args, config)
             } else {
                 cli::listen::listen(args, config)

@@ -1,4 +1,4 @@
-//! `voxdesk listen --provider local`: spoken commands with no key and no network — the listener recognises them offline against a grammar of what is on screen, each becomes the offline planner's task on the desk (its own recorded session, one after another), stop words halt at once, and destructive steps are confirmed by a spoken yes.
+//! `voxdesk listen --provider local` (or a text model): spoken commands with no key and no network — the listener recognises them offline against what is on screen, each becomes the offline planner's task on the desk (its own recorded session, one after another); with a text model named, other speech is that model's task; stop words halt at once, and destructive steps are confirmed by a spoken yes.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -33,10 +33,25 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
         .as_ref()
         .filter(|_| s.voice.echo_cancel)
         .map(|b| b.reference.clone());
+    // A text planner for what is no command (`--provider openai-compatible|anthropic|…`).
+    let planner = match planner_of(&a, s) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    };
     let mut spec =
         listen::Spec::new(s.realtime.stop_words.clone(), true, Mode::Commands).tuned(&s.voice);
     if s.voice.learned {
         spec.ears = voxdesk_onnx::models_dir(s.models_dir.as_deref());
+    }
+    if planner.is_some() {
+        if spec.ears.is_none() {
+            eprintln!("voxdesk: error: a spoken task for a text model needs the learned ears (voice.learned = true, and `cargo xtask models`)");
+            return Ok(Exit::BadInput);
+        }
+        spec.free_speech = true;
     }
     let _ptt = match &a.push_to_talk {
         Some(c) => {
@@ -119,6 +134,43 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
                 println!("👂 {question}");
                 say(&question);
             }
+            Note::Task { text, .. } => {
+                let Some(spec) = &planner else { continue };
+                println!("👂 \"{text}\"");
+                println!("▶  {text} ({} {})", spec.provider.name(), spec.model);
+                if latch.is_stopped() {
+                    latch = Arc::new(StopLatch::default());
+                    listener.set_latch(latch.clone());
+                }
+                let mut driver = voxdesk_text::TextDriver::new(spec.clone(), latch.clone(), &text);
+                if let Err(e) =
+                    run_with(&mut desk, &mut driver, &text, &latch, &voice, a.step_cap, s)
+                {
+                    eprintln!("voxdesk: error: {e}");
+                    exit = Exit::Failed;
+                    break;
+                }
+                println!(
+                    "tokens: {} in, {} out over {} requests",
+                    driver.usage.input,
+                    driver.usage.output,
+                    driver.steps.len()
+                );
+                match latch.cause() {
+                    Some(Cause::EmergencyStop) | Some(Cause::DisplayLost) => {
+                        exit = Exit::Stopped;
+                        break;
+                    }
+                    Some(Cause::Requested) => {
+                        drain_until_stop(&listener);
+                        say("Stopped.");
+                    }
+                    _ => {}
+                }
+                if let Ok(l) = desk.labels_now() {
+                    listener.set_labels(l);
+                }
+            }
             Note::NotUnderstood { text, per_frame } => {
                 println!("👂 {text:?} ({per_frame:.0}/frame): not understood, nothing done");
                 say("Sorry, I did not understand that.");
@@ -188,6 +240,31 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
     Ok(exit)
 }
 
+/// The text planner `--provider` names, if it names one (`local`: none).
+fn planner_of(
+    a: &ListenArgs,
+    s: &voxdesk_core::config::Settings,
+) -> Result<Option<voxdesk_text::Spec>, String> {
+    if a.provider == "local" {
+        return Ok(None);
+    }
+    let (name, model) = match voxdesk_agent::registry::resolve_text(&a.provider, a.model.as_deref())
+    {
+        Ok(Some(pm)) => pm,
+        Ok(None) => return Err(format!("{} is no text provider", a.provider)),
+        Err(e) => return Err(e.to_string()),
+    };
+    let p = voxdesk_text::Provider::from_name(name)
+        .ok_or_else(|| format!("provider {name} has no text driver"))?;
+    let mut spec = voxdesk_text::Spec::resolve(p, Some(&model), a.endpoint.as_deref(), |k| {
+        std::env::var(k).ok()
+    })
+    .map_err(|e| e.to_string())?;
+    spec.max_actions = s.rails.max_actions;
+    spec.flavour.pictures = s.text_pictures;
+    Ok(Some(spec))
+}
+
 /// One spoken command as a recorded task of the offline planner.
 fn run_one(
     desk: &mut Desk,
@@ -204,6 +281,19 @@ fn run_one(
             return Ok(());
         }
     };
+    run_with(desk, &mut planner, task, latch, voice, step_cap, s)
+}
+
+/// One task, driven by `planner` on the desk as a recorded session of its own.
+fn run_with(
+    desk: &mut Desk,
+    planner: &mut dyn Driver,
+    task: &str,
+    latch: &Arc<StopLatch>,
+    voice: &Arc<Mutex<Narrator>>,
+    step_cap: usize,
+    s: &voxdesk_core::config::Settings,
+) -> Result<()> {
     desk.begin(
         RecordSpec {
             root: sessions_dir(),
@@ -211,14 +301,27 @@ fn run_one(
             provider: planner.provider().to_string(),
             model: planner.model().to_string(),
             decomposition: planner.decomposition(),
-            prompt_version: voxdesk_desk::PROMPT_VERSION.into(),
+            prompt_version: if planner.provider() == "local" {
+                voxdesk_desk::PROMPT_VERSION.to_string()
+            } else {
+                format!(
+                    "{}+{}",
+                    voxdesk_desk::PROMPT_VERSION,
+                    voxdesk_text::driver::INSTRUCTION_VERSION
+                )
+            },
         },
         latch.clone(),
     )?;
+    // The model's picture of each screen, only for a text model that is said to see it.
+    desk.send_pictures(
+        (planner.provider() != "local" && s.text_pictures)
+            .then(voxdesk_screen::picture::PictureConfig::default),
+    );
     desk.subscribe(Box::new(Console));
     desk.subscribe(Box::new(Shared(voice.clone())));
     let end = drive(
-        &mut planner,
+        planner,
         desk,
         Limits {
             step_cap,

@@ -472,3 +472,68 @@ fn the_seeds_curl_example_starts_a_claude_session_on_the_daemon() {
     assert_eq!(code, 400, "{e}");
     assert!(e["error"].as_str().unwrap().contains("anthropic"), "{e}");
 }
+
+/// `voxdesk listen --provider openai-compatible`: a task said aloud into the virtual sound card
+/// (flite's rms voice) is heard by the learned ears, is no command, and reaches the model as the
+/// task's text; the model's plan clicks the calculator. A command said after it ("click
+/// plus") is still done offline, with no request.
+#[test]
+fn a_spoken_task_reaches_a_local_model_as_text_and_its_plan_clicks_the_calculator() {
+    use super::voice::{into_mic, say_to, Listening, FLITE};
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let server = TextServer::start("openai-chat");
+    server.then(|body| {
+        Answer::Events(streamed(
+            "Adding seven and five.",
+            &[("act", calc_batch(&observation(body)))],
+        ))
+    });
+    server.then(|_| {
+        Answer::Events(streamed(
+            "",
+            &[("done", json!({"success": true, "summary": "It shows 12."}))],
+        ))
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let base = server.base();
+    let l = Listening::start_args(
+        d,
+        dir.path(),
+        "XCalc",
+        &[],
+        &[
+            "--provider",
+            "openai-compatible",
+            "--endpoint",
+            &base,
+            "--model",
+            "llama3.2",
+        ],
+    );
+    let wav = dir.path().join("say.wav");
+    say_to(FLITE, "add seven and five on the calculator", &wav);
+    into_mic(&wav);
+    assert!(
+        super::util::wait_for(std::time::Duration::from_secs(60), || l
+            .text()
+            .contains("session: ")),
+        "no session: {}",
+        l.text()
+    );
+    let out = l.end();
+    let seen = server.requests();
+    assert_eq!(seen.len(), 2, "{out}");
+    let first = messages(&seen[0].body)[1]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_lowercase();
+    assert!(
+        first.starts_with("task: add seven and five on the calculator")
+            || first.starts_with("task: add 7 and 5 on the calculator"),
+        "the task as said: {first}\n{out}"
+    );
+    assert!(out.contains("(Done)"), "{out}");
+    assert!(display_shows(d, "12"), "xcalc does not show 12\n{out}");
+}

@@ -13,11 +13,11 @@ use voxdesk_voice::mic::Mic;
 use voxdesk_voice::narrate::Narrator;
 
 const ESPEAK: &[&str] = &["espeak-ng", "-v", "en-us+klatt2", "-s", "150"];
-const FLITE: &[&str] = &["flite", "-voice", "rms"];
-const FLITE_SLT: &[&str] = &["flite", "-voice", "slt"];
+pub(crate) const FLITE: &[&str] = &["flite", "-voice", "rms"];
+pub(crate) const FLITE_SLT: &[&str] = &["flite", "-voice", "slt"];
 
 /// `text` said by `voice` into a 16 kHz WAV at `path`.
-fn say_to(voice: &[&str], text: &str, path: &Path) {
+pub(crate) fn say_to(voice: &[&str], text: &str, path: &Path) {
     let raw = path.with_extension("raw.wav");
     let mut c = Command::new(voice[0]);
     c.args(&voice[1..]);
@@ -37,7 +37,7 @@ fn say_to(voice: &[&str], text: &str, path: &Path) {
 }
 
 /// Speak a WAV into the virtual microphone (blocks until it has played).
-fn into_mic(wav: &Path) {
+pub(crate) fn into_mic(wav: &Path) {
     let st = Command::new("paplay")
         .args(["-d", "micfeed"])
         .arg(wav)
@@ -498,7 +498,7 @@ fn feed_as_is(listener: &Listener, all: &[i16]) -> Option<Heard> {
 }
 
 /// `voxdesk listen --provider local` on the rig, its output collected.
-struct Listening {
+pub(crate) struct Listening {
     child: Guard,
     out: Arc<std::sync::Mutex<String>>,
 }
@@ -509,6 +509,17 @@ impl Listening {
     }
 
     fn start_with(display: &str, data: &Path, apps: &str, env: &[(&str, &str)]) -> Listening {
+        Self::start_args(display, data, apps, env, &["--provider", "local"])
+    }
+
+    /// `voxdesk listen` with these provider arguments (`--provider …`, `--endpoint …`).
+    pub(crate) fn start_args(
+        display: &str,
+        data: &Path,
+        apps: &str,
+        env: &[(&str, &str)],
+        provider: &[&str],
+    ) -> Listening {
         use std::io::BufRead;
         let mut child = bin();
         for (k, v) in env {
@@ -518,7 +529,8 @@ impl Listening {
             .env("DISPLAY", display)
             .env("XDG_DATA_HOME", data)
             .env("VOXDESK_ALLOW_APPS", apps)
-            .args(["listen", "--provider", "local", "--mode", "auto"])
+            .args(["listen", "--mode", "auto"])
+            .args(provider)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -551,13 +563,13 @@ impl Listening {
         std::thread::sleep(Duration::from_millis(1500));
         l
     }
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.out.lock().unwrap().clone()
     }
     fn wait(&self, needle: &str, within: Duration) -> bool {
         wait_for(within, || self.text().contains(needle))
     }
-    fn end(mut self) -> String {
+    pub(crate) fn end(mut self) -> String {
         let _ = Command::new("kill")
             .args(["-INT", &self.child.0.id().to_string()])
             .status();

@@ -118,6 +118,9 @@ pub struct Spec {
     /// by it (free speech, "type" word for word); stop words asleep or beside a cloud model
     /// stay with pocketsphinx's grammar. None, or not installed: pocketsphinx for everything.
     pub ears: Option<std::path::PathBuf>,
+    /// Speech that is no command, heard surely by the learned ears, is a task for a planner
+    /// ([`Note::Task`]) instead of "not understood".
+    pub free_speech: bool,
 }
 
 impl Spec {
@@ -133,6 +136,7 @@ impl Spec {
             dump_dir: None,
             model: sphinx::Model::default(),
             ears: None,
+            free_speech: false,
         }
     }
 
@@ -163,6 +167,12 @@ pub enum Note {
     Ask {
         question: String,
         choices: Vec<String>,
+    },
+    /// Speech that is no command, heard surely, with a planner to hand it to
+    /// ([`Spec::free_speech`]): the task in the person's words.
+    Task {
+        text: String,
+        ended: Instant,
     },
     /// Speech that fits nothing that can be said here.
     NotUnderstood {
@@ -279,6 +289,7 @@ impl Listener {
                     utterance: None,
                     stats: st,
                     push_to_talk: spec.push_to_talk,
+                    free_speech: spec.free_speech,
                 };
                 w.rebuild();
                 w.run(frames_rx, ctl_rx);
@@ -344,6 +355,7 @@ struct Worker {
     floor: Floor,
     echo: EchoPath,
     recognizer: Option<Recognizers>,
+    free_speech: bool,
     /// The learned recogniser, for commands and answers (see [`Spec::ears`]).
     ears: Option<voxdesk_moonshine::Moonshine>,
     grammar: Option<grammar::Grammar>,
@@ -722,6 +734,17 @@ impl Worker {
                     };
                     match (by_sound, held) {
                         (Ok(h), _) => h,
+                        // A task for the planner, in the person's words.
+                        _ if sure
+                            && self.free_speech
+                            && commands
+                            && grammar::words_of(&t.text).split_whitespace().count() >= 2 =>
+                        {
+                            let text = t.text.trim().to_string();
+                            tracing::debug!("listener: a task for the planner: {text:?}");
+                            let _ = self.notes.send(Note::Task { text, ended });
+                            return;
+                        }
                         (_, Some((_, m, c))) if c.logprob >= HELD_FLOOR => m,
                         (Err(crate::sounds::Doubt::Between(rivals)), _) if self.ask(&rivals) => {
                             return
