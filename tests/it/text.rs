@@ -188,6 +188,15 @@ fn a_local_model_with_no_key_drives_the_calculator_over_chat_completions() {
     assert_eq!(rec["provider"], "openai-compatible");
     assert_eq!(rec["model"], "llama3.2");
     assert_eq!(rec["status"], "done", "{rec}");
+    // Token use: per step (the request that planned it) and for the session.
+    assert_eq!(
+        rec["tokens"],
+        json!({"input": 2400, "output": 80, "requests": 2})
+    );
+    assert_eq!(
+        rec["steps"][0]["tokens"],
+        json!({"input": 1200, "output": 40, "requests": 1})
+    );
 }
 
 #[test]

@@ -632,6 +632,7 @@ impl Desk {
             plan: p.plan.clone(),
             picture: Some(picture),
             focus,
+            tokens: self.step_tokens.take(),
         };
         self.secrets.mask_step(&mut step);
         if let Some(Err(e)) = self.recorder.as_mut().map(|r| r.push_step(step)) {

@@ -265,6 +265,8 @@ pub struct Desk {
     /// The driver's plan for the next act and what it says with it, held until the rails have
     /// judged that batch (`Host::emit`, `judge_secrets`).
     held: Option<Vec<Event>>,
+    /// The model's tokens since the last recorded step (its planning of the next one).
+    step_tokens: Option<voxdesk_record::session::Tokens>,
 }
 
 impl Desk {
@@ -341,6 +343,7 @@ impl Desk {
             model_pictures: None,
             secrets: Secrets::default(),
             held: None,
+            step_tokens: None,
         })
     }
 
@@ -792,6 +795,14 @@ impl Host for Desk {
     /// A driver's plan is held, with whatever it says after it, until the next act has been
     /// judged (see `judge_secrets`); anything else it emits goes out at once.
     fn emit(&mut self, e: Event) {
+        if let Event::Tokens { input, output } = e {
+            self.step_tokens
+                .get_or_insert_with(Default::default)
+                .add(input, output);
+            if let Some(r) = self.recorder.as_mut() {
+                r.record.tokens.add(input, output);
+            }
+        }
         if let Event::Plan { say, .. } = &e {
             self.plan = say.clone();
             self.held.get_or_insert_with(Vec::new).push(e);

@@ -89,6 +89,11 @@ pub enum Event {
         who: String,
         text: String,
     },
+    /// One model request's token use, as its server counted it (turn-based models).
+    Tokens {
+        input: u64,
+        output: u64,
+    },
     EmergencyStop {
         cause: String,
     },

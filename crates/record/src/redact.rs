@@ -179,6 +179,8 @@ impl Secrets {
                 self.mask_in(text);
             }
             Event::EmergencyStop { cause } => self.mask_in(cause),
+            // Numbers only.
+            Event::Tokens { .. } => {}
             Event::SessionEnded { status: _, summary } => self.mask_in(summary),
         }
         e
@@ -266,6 +268,7 @@ mod tests {
             plan: "act: type s3cret".into(),
             picture: None,
             focus: None,
+            tokens: None,
         };
         s.mask_step(&mut step);
         assert!(!serde_json::to_string(&step).unwrap().contains("s3cret"));

@@ -56,7 +56,7 @@ body{{font-family:sans-serif;margin:24px;background:#f6f7f9;color:#1f2328}} h1{{
 .bar{{display:flex;height:14px;width:640px;border-radius:3px;overflow:hidden;margin:6px 0}} .bar div{{height:100%}}
 .capture{{background:#60a5fa}} .ocr{{background:#a78bfa}} .plan{{background:#f59e0b}} .act{{background:#ef4444}} .settle{{background:#10b981}} .verify{{background:#6b7280}}
 .legend span{{margin-right:10px;font-size:12px}} code{{font-size:12px}}
-</style></head><body><h1>Session {id}</h1><div class="meta">task <b>{task}</b> · status <b>{status:?}</b> · provider {prov} · model {model} · prompt {pv} · mode {mode} · verified {rate}<br>{summary}</div>
+</style></head><body><h1>Session {id}</h1><div class="meta">task <b>{task}</b> · status <b>{status:?}</b> · provider {prov} · model {model} · prompt {pv} · mode {mode} · verified {rate}{tokens}<br>{summary}</div>
 <div class="legend"><span class="capture">&nbsp;&nbsp;</span>capture <span class="ocr">&nbsp;&nbsp;</span>ocr <span class="plan">&nbsp;&nbsp;</span>plan <span class="act">&nbsp;&nbsp;</span>act <span class="settle">&nbsp;&nbsp;</span>settle <span class="verify">&nbsp;&nbsp;</span>verify</div>"#,
         id = esc(&r.id),
         task = esc(&r.task),
@@ -66,6 +66,14 @@ body{{font-family:sans-serif;margin:24px;background:#f6f7f9;color:#1f2328}} h1{{
         pv = esc(&r.prompt_version),
         mode = esc(&r.mode),
         summary = esc(&r.summary),
+        tokens = if r.tokens.requests > 0 {
+            format!(
+                " · tokens {} in, {} out over {} requests",
+                r.tokens.input, r.tokens.output, r.tokens.requests
+            )
+        } else {
+            String::new()
+        },
     );
     let slowest = r.steps.iter().map(total).fold(1.0f64, f64::max);
     for s in &r.steps {
@@ -107,7 +115,11 @@ fn step(h: &mut String, dir: &Path, s: &StepRecord, slowest: f64) {
             100.0 * ms / slowest
         );
     }
-    let _ = write!(h, "</div><small>{:.0} ms: capture {:.0} · ocr {:.0} · plan {:.0} · act {:.0} · settle {:.0} · verify {:.0}</small><div class=\"shots\">", total(s), t.capture, t.ocr, t.plan, t.act, t.settle, t.verify);
+    let tokens = s
+        .tokens
+        .map(|k| format!(" · the model: {} tokens in, {} out", k.input, k.output))
+        .unwrap_or_default();
+    let _ = write!(h, "</div><small>{:.0} ms: capture {:.0} · ocr {:.0} · plan {:.0} · act {:.0} · settle {:.0} · verify {:.0}{tokens}</small><div class=\"shots\">", total(s), t.capture, t.ocr, t.plan, t.act, t.settle, t.verify);
     let view = View::of(s);
     if let Some(src) = embed(dir, &s.screenshot) {
         let _ = write!(
@@ -241,10 +253,21 @@ mod tests {
             plan: "Clicking <Save>".into(),
             picture: Some([1280.0, 720.0]),
             focus: None,
+            tokens: Some(crate::session::Tokens {
+                input: 1200,
+                output: 40,
+                requests: 1,
+            }),
         })
         .unwrap();
+        r.record.tokens.add(1200, 40);
         r.finish(Status::Done, "done").unwrap();
         let html = render(&r.dir, &r.record);
+        assert!(
+            html.contains("tokens 1200 in, 40 out over 1 requests"),
+            "{html}"
+        );
+        assert!(html.contains("the model: 1200 tokens in, 40 out"));
         assert!(html.contains("data:image/png;base64,"));
         assert!(html.contains(r#"class="dot" style="left:320.0px;top:180.0px""#));
         assert!(html.contains("Clicking &lt;Save&gt;"));
@@ -275,6 +298,7 @@ mod tests {
                 plan: String::new(),
                 picture: None,
                 focus: None,
+                tokens: None,
             })
             .unwrap();
         }
@@ -308,6 +332,7 @@ mod tests {
             picture: Some([1280.0, 720.0]),
             // A calculator window: 200x300 at (100, 50).
             focus: Some([100.0, 50.0, 200.0, 300.0]),
+            tokens: None,
         };
         // Shown at least half the picture wide (2x at most): 640 px of picture in 640 px,
         // centred on the focus where the picture allows.

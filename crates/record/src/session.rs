@@ -152,6 +152,25 @@ pub struct StepRecord {
     pub picture: Option<[f64; 2]>,
     #[serde(default)]
     pub focus: Option<[f64; 4]>,
+    /// The model's tokens spent planning this step (turn-based models).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<Tokens>,
+}
+
+/// Tokens a model read and wrote, and in how many requests, as its server counted them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Tokens {
+    pub input: u64,
+    pub output: u64,
+    pub requests: u64,
+}
+
+impl Tokens {
+    pub fn add(&mut self, input: u64, output: u64) {
+        self.input += input;
+        self.output += output;
+        self.requests += 1;
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -170,6 +189,9 @@ pub struct SessionRecord {
     pub ended_ms: Option<u64>,
     pub summary: String,
     pub steps: Vec<StepRecord>,
+    /// The model's tokens over the whole session (turn-based models; zero otherwise).
+    #[serde(default)]
+    pub tokens: Tokens,
 }
 
 impl SessionRecord {
@@ -285,6 +307,7 @@ impl Recorder {
             ended_ms: None,
             summary: String::new(),
             steps: Vec::new(),
+            tokens: Tokens::default(),
         };
         let mut r = Recorder { dir, record };
         r.save()?;
@@ -474,6 +497,7 @@ mod tests {
             plan: String::new(),
             picture: None,
             focus: None,
+            tokens: None,
         }
     }
 

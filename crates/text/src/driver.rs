@@ -129,6 +129,10 @@ impl TextDriver {
                         r.usage.input,
                         r.usage.output
                     );
+                    tell(Event::Tokens {
+                        input: r.usage.input,
+                        output: r.usage.output,
+                    });
                     if !r.text.trim().is_empty() {
                         tell(Event::Transcript {
                             who: "model".into(),
