@@ -215,7 +215,7 @@ pub fn observation(body: &Value) -> Value {
         if m["role"] == "tool" {
             if let Ok(v) = serde_json::from_str::<Value>(&text) {
                 let o = v.get("observation").cloned().unwrap_or(v);
-                if o.get("targets").is_some() {
+                if o["targets"].is_array() {
                     obs = o;
                 }
             }
@@ -225,7 +225,9 @@ pub fn observation(body: &Value) -> Value {
         ) {
             let inner = &text[a + "<untrusted-screen-text>\n".len()..b];
             if let Ok(v) = serde_json::from_str::<Value>(inner) {
-                obs = v;
+                if v["targets"].is_array() {
+                    obs = v;
+                }
             }
         }
     }

@@ -101,6 +101,50 @@ impl Conversation {
         }
     }
 
+    /// Only the newest screen is sent whole: the targets of every older one (in the task's
+    /// turn, in observe's and act's answers) are left out, their ids and verdicts kept.
+    pub fn keep_newest_screen(&mut self) {
+        const GONE: &str = "(left out: an older screen; the newest is further down)";
+        let newest = self.turns.iter().rposition(|t| match t {
+            Turn::Answers { answers, .. } => answers.iter().any(|a| has_screen(&a.content)),
+            _ => false,
+        });
+        let Some(newest) = newest else { return };
+        for t in &mut self.turns[..newest] {
+            match t {
+                Turn::User { text, .. } => {
+                    let open = "<untrusted-screen-text>\n";
+                    let close = "\n</untrusted-screen-text>";
+                    if let (Some(a), Some(b)) = (text.find(open), text.find(close)) {
+                        if a + open.len() <= b {
+                            text.replace_range(a + open.len()..b, GONE);
+                        }
+                    }
+                }
+                Turn::Answers { answers, .. } => {
+                    for a in answers.iter_mut() {
+                        let Ok(mut v) = serde_json::from_str::<Value>(&a.content) else {
+                            continue;
+                        };
+                        let changed = if v["observation"]["targets"].is_array() {
+                            v["observation"]["targets"] = Value::from(GONE);
+                            true
+                        } else if v["targets"].is_array() {
+                            v["targets"] = Value::from(GONE);
+                            true
+                        } else {
+                            false
+                        };
+                        if changed {
+                            a.content = v.to_string();
+                        }
+                    }
+                }
+                Turn::Model { .. } => {}
+            }
+        }
+    }
+
     /// Keep the conversation short: the first turn (the task) and the last `keep` turns,
     /// cut only where a model turn begins (calls and their answers stay together).
     pub fn keep_last(&mut self, keep: usize) {
@@ -124,6 +168,12 @@ impl Conversation {
             }
         }
     }
+}
+
+/// Does an answer carry a screen (an observation's targets, or act's screen after it)?
+fn has_screen(content: &str) -> bool {
+    serde_json::from_str::<Value>(content)
+        .is_ok_and(|v| v["targets"].is_array() || v["observation"]["targets"].is_array())
 }
 
 #[cfg(test)]
@@ -158,6 +208,67 @@ mod tests {
             text: "after".into(),
             jpeg: p.then(|| vec![4]),
         }
+    }
+
+    #[test]
+    fn only_the_newest_screen_keeps_its_targets() {
+        let screen = |id: &str| {
+            format!("{{\"observation_id\":\"{id}\",\"targets\":[{{\"id\":1,\"text\":\"7\"}}]}}")
+        };
+        let mut c = Conversation::new("s");
+        c.turns = vec![
+            Turn::User {
+                text: format!(
+                    "Task: x\n<untrusted-screen-text>\n{}\n</untrusted-screen-text>",
+                    screen("o1")
+                ),
+                jpeg: None,
+            },
+            model(),
+            Turn::Answers {
+                answers: vec![Answer {
+                    id: "c".into(),
+                    name: "act".into(),
+                    content: format!("{{\"status\":\"ran\",\"observation\":{}}}", screen("o2")),
+                    error: false,
+                }],
+                text: String::new(),
+                jpeg: None,
+            },
+            model(),
+            Turn::Answers {
+                answers: vec![Answer {
+                    id: "c".into(),
+                    name: "observe".into(),
+                    content: screen("o3"),
+                    error: false,
+                }],
+                text: String::new(),
+                jpeg: None,
+            },
+        ];
+        c.keep_newest_screen();
+        let Turn::User { text, .. } = &c.turns[0] else {
+            panic!()
+        };
+        assert!(
+            text.contains("left out") && !text.contains("\"text\":\"7\""),
+            "{text}"
+        );
+        let Turn::Answers { answers, .. } = &c.turns[2] else {
+            panic!()
+        };
+        let v: Value = serde_json::from_str(&answers[0].content).unwrap();
+        assert_eq!(v["status"], "ran");
+        assert_eq!(v["observation"]["observation_id"], "o2");
+        assert!(v["observation"]["targets"].is_string());
+        let Turn::Answers { answers, .. } = &c.turns[4] else {
+            panic!()
+        };
+        assert!(
+            answers[0].content.contains("\"text\":\"7\""),
+            "the newest is whole"
+        );
     }
 
     #[test]

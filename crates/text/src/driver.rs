@@ -22,8 +22,9 @@ pub const INSTRUCTION_VERSION: &str = "text.v1";
 
 /// Pictures kept in the conversation (older ones are dropped; targets stay as text).
 const PICTURES_KEPT: usize = 1;
-/// Turns kept after the task's (older steps are left out, calls with their answers).
-const TURNS_KEPT: usize = 12;
+/// Turns kept after the task's: the last three steps with their verdicts, as seed 003's packet
+/// (older steps are left out, calls with their answers).
+const TURNS_KEPT: usize = 6;
 /// Calls in a row the desk could not read before the task ends failed.
 const BAD_CALLS: usize = 3;
 
@@ -98,6 +99,7 @@ impl TextDriver {
     /// or why there is none.
     fn ask(&mut self, tell: &mut dyn FnMut(Event)) -> Result<Reply, String> {
         self.convo.drop_old_pictures(PICTURES_KEPT);
+        self.convo.keep_newest_screen();
         self.convo.keep_last(TURNS_KEPT);
         let body = self.body();
         let (tx, rx) = mpsc::channel();

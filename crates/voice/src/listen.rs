@@ -58,6 +58,10 @@ pub const NOISY_LIMITS: Limits = Limits {
     stop: REJECT_BELOW,
 };
 
+/// Transcripts of more words than this are never held to one command (the longest the
+/// grammar makes, "double click on …" with a three-word label, has six).
+const HELD_MAX_WORDS: usize = 6;
+
 /// How sure the model must be of "type" leading a sentence it first wrote otherwise (mean
 /// log-probability of the word's tokens, held to begin with it).
 const LEAD_FLOOR: f32 = -3.5;
@@ -664,6 +668,11 @@ impl Worker {
             }
             if commands && sounds_like_typing(text) {
                 return voxdesk_moonshine::Hold::Lead(&typing);
+            }
+            // A sentence longer than any one command is none held to one (and with a
+            // planner to hand, it is a task: not worth the wait of a second decoding).
+            if grammar::words_of(text).split_whitespace().count() > HELD_MAX_WORDS {
+                return voxdesk_moonshine::Hold::Free;
             }
             within.map_or(voxdesk_moonshine::Hold::Free, voxdesk_moonshine::Hold::To)
         };

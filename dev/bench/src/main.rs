@@ -7,6 +7,7 @@ mod bench_listen;
 mod bench_script;
 mod bench_serve;
 mod bench_tasks;
+mod bench_text;
 mod bench_voice;
 mod loopback;
 mod monitor;
@@ -77,6 +78,13 @@ enum BenchCmd {
         #[arg(long, default_value_t = 20)]
         runs: usize,
     },
+    /// A text model's driver against an instant loopback Chat Completions server on xcalc:
+    /// voxdesk's time per step apart from the model's, request size, end of speech → request
+    /// sent (run it on a virtual desktop: `cargo xtask rig -- …`).
+    Text {
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
     /// The task suite on real applications (xterm, mousepad, a Chromium form, pcmanfm, a refused
     /// `rm -rf`), judged from outside (run it on a virtual desktop: `cargo xtask rig -- …`).
     Tasks {
@@ -127,6 +135,7 @@ fn run(what: BenchCmd) -> Result<()> {
                 part,
             } => bench_voice::voice(runs, seconds, &part)?,
             BenchCmd::Act { runs } => bench::act(runs)?,
+            BenchCmd::Text { runs } => bench_text::text(runs)?,
             BenchCmd::Serve {
                 clients,
                 rate,
