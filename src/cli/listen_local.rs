@@ -143,9 +143,17 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
                     listener.set_latch(latch.clone());
                 }
                 let mut driver = voxdesk_text::TextDriver::new(spec.clone(), latch.clone(), &text);
-                if let Err(e) =
-                    run_with(&mut desk, &mut driver, &text, &latch, &voice, a.step_cap, s)
-                {
+                let pictures = spec.flavour.pictures;
+                if let Err(e) = run_with(
+                    &mut desk,
+                    &mut driver,
+                    &text,
+                    &latch,
+                    &voice,
+                    a.step_cap,
+                    s,
+                    pictures,
+                ) {
                     eprintln!("voxdesk: error: {e}");
                     exit = Exit::Failed;
                     break;
@@ -261,7 +269,7 @@ fn planner_of(
     })
     .map_err(|e| e.to_string())?;
     spec.max_actions = s.rails.max_actions;
-    spec.flavour.pictures = s.text_pictures;
+    super::text_pictures(&mut spec, s);
     Ok(Some(spec))
 }
 
@@ -281,10 +289,12 @@ fn run_one(
             return Ok(());
         }
     };
-    run_with(desk, &mut planner, task, latch, voice, step_cap, s)
+    run_with(desk, &mut planner, task, latch, voice, step_cap, s, false)
 }
 
-/// One task, driven by `planner` on the desk as a recorded session of its own.
+/// One task, driven by `planner` on the desk as a recorded session of its own (with the
+/// screen's picture in each observation when `pictures`).
+#[allow(clippy::too_many_arguments)]
 fn run_with(
     desk: &mut Desk,
     planner: &mut dyn Driver,
@@ -293,6 +303,7 @@ fn run_with(
     voice: &Arc<Mutex<Narrator>>,
     step_cap: usize,
     s: &voxdesk_core::config::Settings,
+    pictures: bool,
 ) -> Result<()> {
     desk.begin(
         RecordSpec {
@@ -314,10 +325,7 @@ fn run_with(
         latch.clone(),
     )?;
     // The model's picture of each screen, only for a text model that is said to see it.
-    desk.send_pictures(
-        (planner.provider() != "local" && s.text_pictures)
-            .then(voxdesk_screen::picture::PictureConfig::default),
-    );
+    desk.send_pictures(pictures.then(voxdesk_screen::picture::PictureConfig::default));
     desk.subscribe(Box::new(Console));
     desk.subscribe(Box::new(Shared(voice.clone())));
     let end = drive(

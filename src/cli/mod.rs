@@ -225,3 +225,13 @@ mod tests {
         }
     }
 }
+
+/// Whether a text model gets pictures: `text.pictures`, or its deployment measured by
+/// `voxdesk probe` to see them.
+pub fn text_pictures(spec: &mut voxdesk_text::Spec, s: &voxdesk_core::config::Settings) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let dir = voxdesk_realtime::launch::capability_dir();
+    voxdesk_text::capability::decide(spec, s.text_pictures, dir.as_deref(), now);
+}

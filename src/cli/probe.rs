@@ -24,11 +24,19 @@ pub fn probe(
     config: Option<&std::path::Path>,
 ) -> Result<Exit> {
     let loaded = settings(config, Some("observe".into()))?;
+    match registry::resolve_text(provider, model) {
+        Ok(Some((p, m))) => return probe_text(&loaded, p, &m, endpoint),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::BadInput);
+        }
+    }
     let model = voxdesk_realtime::launch::model(&loaded, provider, model);
     let (provider, model) = match registry::resolve_realtime(provider, model.as_deref()) {
         Ok(Some(pm)) => pm,
         Ok(None) => {
-            eprintln!("voxdesk: error: probe measures a realtime model (gemini or openai)");
+            eprintln!("voxdesk: error: probe measures a model (gemini, openai or a text provider), not the offline planner");
             return Ok(Exit::BadInput);
         }
         Err(e) => {
@@ -51,49 +59,21 @@ pub fn probe(
     };
     println!("probe: one paid call to {provider} {model}, asking it to find numbered boxes on a picture of this screen");
     // Look, touching nothing (observe mode, no record).
-    let latch = Arc::new(StopLatch::default());
-    let mut desk = Desk::new(&loaded.settings, None, Box::new(Nobody), latch.clone())?;
-    desk.send_pictures(Some(voxdesk_screen::picture::PictureConfig {
-        quality: spec.profile.image.jpeg_quality.clamp(10, 100),
-        ..Default::default()
-    }));
-    let obs = match desk.call(&ToolCall::Observe) {
-        ToolResult::Observation(o) => o,
-        other => {
-            eprintln!(
-                "voxdesk: error: cannot look at the screen: {}",
-                other.to_json()
-            );
+    let (jpeg, asks) = match look_and_asks(&loaded, spec.profile.image.jpeg_quality.clamp(10, 100))
+    {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
             return Ok(Exit::Failed);
         }
     };
-    drop(desk);
-    let Some(jpeg) = obs.jpeg.clone() else {
-        eprintln!("voxdesk: error: no picture of the screen could be made");
-        return Ok(Exit::Failed);
-    };
-    // Up to three labels, each a word found once on screen, to ask about.
-    let unique = |text: &str| obs.targets.iter().filter(|t| t.text == text).count() == 1;
-    let asks: Vec<(u32, String)> = obs
-        .targets
-        .iter()
-        .filter(|t| t.text.len() >= 3 && t.text.chars().all(char::is_alphabetic) && unique(&t.text))
-        .take(3)
-        .map(|t| (t.id, t.text.clone()))
-        .collect();
-    if asks.is_empty() {
-        eprintln!("voxdesk: error: no labelled word on screen to ask about: open an application with labelled buttons and probe again");
-        return Ok(Exit::Failed);
-    }
+    let latch = Arc::new(StopLatch::default());
     let session = spec.start(latch, Box::new(Silent::new()))?;
     let mut answers = Vec::new();
     for (id, label) in &asks {
         session.send(Down::Turn {
-            text: format!(
-                "This is a picture of a screen; each magenta box has a number on a tag at its top-left corner. \
-                 What is the number of the box around the text \"{label}\"? Say only the number."
-            ),
-            jpeg: Some(jpeg.to_vec()),
+            text: question(label),
+            jpeg: Some(jpeg.clone()),
         });
         let until = Instant::now() + ANSWER_WITHIN;
         let mut got = None;
@@ -146,6 +126,126 @@ pub fn probe(
         answers.len(),
         path.display(),
         profile::MEASURED_FOR_DAYS
+    );
+    Ok(Exit::Ok)
+}
+
+/// The screen's annotated picture and up to three labels to ask about (each a word found once
+/// on screen, with its box number), or why there are none.
+fn look_and_asks(
+    loaded: &voxdesk_core::config::Loaded,
+    quality: u8,
+) -> Result<(Vec<u8>, Vec<(u32, String)>), String> {
+    let latch = Arc::new(StopLatch::default());
+    let mut desk =
+        Desk::new(&loaded.settings, None, Box::new(Nobody), latch).map_err(|e| e.to_string())?;
+    desk.send_pictures(Some(voxdesk_screen::picture::PictureConfig {
+        quality,
+        ..Default::default()
+    }));
+    let obs = match desk.call(&ToolCall::Observe) {
+        ToolResult::Observation(o) => o,
+        other => return Err(format!("cannot look at the screen: {}", other.to_json())),
+    };
+    drop(desk);
+    let jpeg = obs
+        .jpeg
+        .clone()
+        .ok_or("no picture of the screen could be made")?;
+    let unique = |text: &str| obs.targets.iter().filter(|t| t.text == text).count() == 1;
+    let asks: Vec<(u32, String)> = obs
+        .targets
+        .iter()
+        .filter(|t| t.text.len() >= 3 && t.text.chars().all(char::is_alphabetic) && unique(&t.text))
+        .take(3)
+        .map(|t| (t.id, t.text.clone()))
+        .collect();
+    if asks.is_empty() {
+        return Err("no labelled word on screen to ask about: open an application with labelled buttons and probe again".into());
+    }
+    Ok((jpeg.to_vec(), asks))
+}
+
+/// The question asked of each label.
+fn question(label: &str) -> String {
+    format!(
+        "This is a picture of a screen; each magenta box has a number on a tag at its top-left corner. \
+         What is the number of the box around the text \"{label}\"? Say only the number."
+    )
+}
+
+/// `voxdesk probe --provider openai-compatible|anthropic|gemini-text`: the same three
+/// questions, one request each, the picture in it; only a model that names every box right is
+/// recorded as seeing pictures (a server that drops the picture cannot).
+fn probe_text(
+    loaded: &voxdesk_core::config::Loaded,
+    provider: &str,
+    model: &str,
+    endpoint: Option<&str>,
+) -> Result<Exit> {
+    let Some(p) = voxdesk_text::Provider::from_name(provider) else {
+        eprintln!("voxdesk: error: provider {provider} has no text driver");
+        return Ok(Exit::BadInput);
+    };
+    let spec =
+        match voxdesk_text::Spec::resolve(p, Some(model), endpoint, |k| std::env::var(k).ok()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("voxdesk: error: {e}");
+                return Ok(Exit::BadInput);
+            }
+        };
+    let Some(cache) = voxdesk_realtime::launch::capability_dir() else {
+        eprintln!("voxdesk: error: no cache directory to keep the measurement in (set HOME)");
+        return Ok(Exit::Failed);
+    };
+    println!("probe: three requests to {provider} {model} at {}, asking it to find numbered boxes on a picture of this screen", spec.url());
+    let (jpeg, asks) = match look_and_asks(loaded, 80) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("voxdesk: error: {e}");
+            return Ok(Exit::Failed);
+        }
+    };
+    let mut answers = Vec::new();
+    for (id, label) in &asks {
+        match voxdesk_text::driver::ask_once(&spec, &question(label), &jpeg) {
+            Ok(text) => {
+                println!("  {label:?} (box {id}): the model said {text:?}");
+                answers.push((*id, profile::number_in(&text)));
+            }
+            Err(e) => {
+                eprintln!("voxdesk: error: {e}; nothing was cached");
+                return Ok(Exit::Failed);
+            }
+        }
+    }
+    let right = answers.iter().filter(|(w, g)| Some(*w) == *g).count();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let m = voxdesk_text::capability::Measured {
+        sees_pictures: right == answers.len(),
+        right,
+        asked: answers.len(),
+        measured: civil_date(now),
+        expires_unix: now + voxdesk_text::capability::MEASURED_FOR_DAYS * 86_400,
+    };
+    let path = voxdesk_text::capability::path(&cache, &spec);
+    if let Some(dir) = path.parent() {
+        voxdesk_core::private::dir(dir)?;
+    }
+    voxdesk_core::private::write(&path, serde_json::to_string_pretty(&m)?.as_bytes())?;
+    println!(
+        "probe: {model} {} ({right} of {} boxes named right); cached in {} for {} days",
+        if m.sees_pictures {
+            "sees the pictures: they are sent with each screen from now on"
+        } else {
+            "does not find the boxes (the server may drop pictures): the screen goes as text only"
+        },
+        answers.len(),
+        path.display(),
+        voxdesk_text::capability::MEASURED_FOR_DAYS
     );
     Ok(Exit::Ok)
 }

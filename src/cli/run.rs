@@ -154,7 +154,8 @@ fn text(
         }
     };
     spec.max_actions = loaded.settings.rails.max_actions;
-    spec.flavour.pictures = loaded.settings.text_pictures;
+    super::text_pictures(&mut spec, &loaded.settings);
+    let pictures = spec.flavour.pictures;
     let latch = Arc::new(StopLatch::default());
     stop_on_signals(latch.clone())?;
     let mut driver = voxdesk_text::TextDriver::new(spec, latch.clone(), &a.task);
@@ -170,7 +171,7 @@ fn text(
     let Some(mut desk) = open_desk(&loaded.settings, record, latch.clone())? else {
         return Ok(Exit::Refused);
     };
-    if loaded.settings.text_pictures {
+    if pictures {
         desk.send_pictures(Some(voxdesk_screen::picture::PictureConfig::default()));
     }
     desk.subscribe(Box::new(Console));

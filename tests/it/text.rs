@@ -546,3 +546,97 @@ fn a_spoken_task_reaches_a_local_model_as_text_and_its_plan_clicks_the_calculato
     assert!(out.contains("(Done)"), "{out}");
     assert!(display_shows(d, "12"), "xcalc does not show 12\n{out}");
 }
+
+/// `voxdesk probe` on a text deployment: a server whose model finds the numbered boxes is
+/// recorded as seeing pictures, and `run` then sends the screen's picture to it; one that drops
+/// the picture (its model guesses) is recorded as not seeing them, and gets text only.
+#[test]
+fn the_probe_records_whether_a_deployment_sees_pictures_and_run_follows_it() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let o = bin()
+        .env("DISPLAY", d)
+        .args(["look", "--json"])
+        .output()
+        .unwrap();
+    let look: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<(String, u64)> = look["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["text"].as_str().unwrap_or_default().to_string(),
+                t["id"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    for (sees, answer) in [(true, "by the picture"), (false, "a guess")] {
+        let data = tempfile::tempdir().unwrap();
+        let server = TextServer::start("openai-chat");
+        for _ in 0..3 {
+            let ids = ids.clone();
+            server.then(move |body| {
+                let q = body["messages"][1]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let label = q.split('"').nth(1).unwrap_or_default().to_string();
+                let n = match (sees, body.to_string().contains("data:image/jpeg;base64,")) {
+                    (true, true) => ids
+                        .iter()
+                        .find(|(t, _)| *t == label)
+                        .map_or(0, |(_, id)| *id),
+                    _ => 3,
+                };
+                Answer::Events(streamed(&format!("{n}"), &[]))
+            });
+        }
+        let mut probe = bin();
+        probe
+            .env("DISPLAY", d)
+            .env("XDG_CACHE_HOME", data.path().join("cache"))
+            .env("XDG_CONFIG_HOME", data.path().join("config"))
+            .args([
+                "probe",
+                "--provider",
+                "openai-compatible",
+                "--endpoint",
+                &server.base(),
+                "--model",
+                "llava",
+            ]);
+        let (code, out) = finish(&mut probe);
+        assert_eq!(code, 0, "{answer}: {out}");
+        assert_eq!(server.requests().len(), 3, "{out}");
+        assert!(server
+            .requests()
+            .iter()
+            .all(|r| r.body.to_string().contains("data:image/jpeg")));
+        assert_eq!(out.contains("sees the pictures"), sees, "{answer}: {out}");
+        // The next task follows the record.
+        server.then(|_| {
+            Answer::Events(streamed(
+                "",
+                &[("done", json!({"success": true, "summary": "ok"}))],
+            ))
+        });
+        let mut run = provider_cmd(
+            d,
+            data.path(),
+            "openai-compatible",
+            "llava",
+            &server.base(),
+            "look at the calculator",
+        );
+        let (code, out) = finish(&mut run);
+        assert_eq!(code, 0, "{out}");
+        let first = server.requests()[3].body.to_string();
+        assert_eq!(
+            first.contains("data:image/jpeg"),
+            sees,
+            "{answer}: pictures follow the record"
+        );
+    }
+}

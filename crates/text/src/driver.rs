@@ -184,6 +184,36 @@ impl TextDriver {
     }
 }
 
+/// One question with a picture and the model's words back, outside any task (`voxdesk
+/// probe`): the picture is sent whatever the deployment's record says, since that is what is
+/// being measured.
+pub fn ask_once(spec: &Spec, question: &str, jpeg: &[u8]) -> Result<String, String> {
+    let mut spec = spec.clone();
+    spec.flavour.pictures = true;
+    let mut convo =
+        Conversation::new("You answer questions about a picture of a screen with a number only.");
+    convo.turns.push(Turn::User {
+        text: question.to_string(),
+        jpeg: Some(jpeg.to_vec()),
+    });
+    let driver = TextDriver {
+        convo,
+        ..TextDriver::new(spec.clone(), Arc::new(StopLatch::default()), "")
+    };
+    let body = driver.body();
+    let latch = StopLatch::default();
+    request(
+        spec.provider,
+        &driver.client,
+        &body,
+        spec.stream,
+        &driver.names,
+        &latch,
+    )
+    .map(|r| r.text)
+    .map_err(|e| e.to_string())
+}
+
 /// A reply put together as it streams, in its API's events.
 enum Pieces {
     OpenAi(openai::Stream),

@@ -216,7 +216,7 @@ impl Runner {
                     voxdesk_text::Spec::resolve(which, Some(&m), None, |k| std::env::var(k).ok())
                         .map_err(|e| StartError::Bad(e.to_string()))?;
                 spec.max_actions = settings.rails.max_actions;
-                spec.flavour.pictures = settings.text_pictures;
+                crate::cli::text_pictures(&mut spec, &settings);
                 (p.to_string(), m, Plan::Text(Box::new(spec)))
             }
             Ok(Some((p, m))) => {
