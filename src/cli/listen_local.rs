@@ -77,7 +77,12 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
     };
     let ptt = a.push_to_talk.clone();
     let mut latch = Arc::new(StopLatch::default());
-    let listener = match Listener::start(spec, barge, latch.clone(), None) {
+    // Speaking over voxdesk during a text model's task abandons its request in flight.
+    let spoke_over = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = spoke_over.clone();
+    let on_interrupt: Box<dyn FnMut() + Send> =
+        Box::new(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
+    let listener = match Listener::start(spec, barge, latch.clone(), Some(on_interrupt)) {
         Ok(l) => Arc::new(l),
         Err(e) => {
             eprintln!("voxdesk: error: offline recognition cannot start: {e}");
@@ -142,7 +147,9 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
                     latch = Arc::new(StopLatch::default());
                     listener.set_latch(latch.clone());
                 }
-                let mut driver = voxdesk_text::TextDriver::new(spec.clone(), latch.clone(), &text);
+                spoke_over.store(false, std::sync::atomic::Ordering::SeqCst);
+                let mut driver = voxdesk_text::TextDriver::new(spec.clone(), latch.clone(), &text)
+                    .cancelled_by(spoke_over.clone());
                 let pictures = spec.flavour.pictures;
                 if let Err(e) = run_with(
                     &mut desk,

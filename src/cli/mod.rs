@@ -204,6 +204,16 @@ pub fn bench(args: &[std::ffi::OsString]) -> Result<Exit> {
     }
 }
 
+/// Whether a text model gets pictures: `text.pictures`, or its deployment measured by
+/// `voxdesk probe` to see them.
+pub fn text_pictures(spec: &mut voxdesk_text::Spec, s: &voxdesk_core::config::Settings) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let dir = voxdesk_realtime::launch::capability_dir();
+    voxdesk_text::capability::decide(spec, s.text_pictures, dir.as_deref(), now);
+}
+
 #[cfg(test)]
 mod tests {
     use super::Exit;
@@ -224,14 +234,4 @@ mod tests {
             assert_eq!(e.code(), c, "{e:?}");
         }
     }
-}
-
-/// Whether a text model gets pictures: `text.pictures`, or its deployment measured by
-/// `voxdesk probe` to see them.
-pub fn text_pictures(spec: &mut voxdesk_text::Spec, s: &voxdesk_core::config::Settings) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let dir = voxdesk_realtime::launch::capability_dir();
-    voxdesk_text::capability::decide(spec, s.text_pictures, dir.as_deref(), now);
 }

@@ -130,12 +130,12 @@ pub fn probe(
     Ok(Exit::Ok)
 }
 
+/// A picture of the screen (JPEG) and the labels to ask about, each with its box's number.
+type Asks = (Vec<u8>, Vec<(u32, String)>);
+
 /// The screen's annotated picture and up to three labels to ask about (each a word found once
 /// on screen, with its box number), or why there are none.
-fn look_and_asks(
-    loaded: &voxdesk_core::config::Loaded,
-    quality: u8,
-) -> Result<(Vec<u8>, Vec<(u32, String)>), String> {
+fn look_and_asks(loaded: &voxdesk_core::config::Loaded, quality: u8) -> Result<Asks, String> {
     let latch = Arc::new(StopLatch::default());
     let mut desk =
         Desk::new(&loaded.settings, None, Box::new(Nobody), latch).map_err(|e| e.to_string())?;

@@ -640,3 +640,76 @@ fn the_probe_records_whether_a_deployment_sees_pictures_and_run_follows_it() {
         );
     }
 }
+
+/// Speaking over voxdesk while a text model's request is in flight (its plan still being said)
+/// abandons the request: the task ends stopped at once, not when the slow model answers, and
+/// nothing more is asked of it.
+#[test]
+fn speaking_over_the_narration_abandons_the_request_in_flight() {
+    use super::voice::{into_mic, say_to, Listening, FLITE, FLITE_SLT};
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let server = TextServer::start("openai-chat");
+    server.then(|body| {
+        Answer::Events(streamed(
+            "I will add seven and five, one key at a time, and then I will read the display back to you.",
+            &[("act", calc_batch(&observation(body)))],
+        ))
+    });
+    server.then(|_| {
+        // A slow model: the answer would come long after the person spoke.
+        std::thread::sleep(std::time::Duration::from_secs(20));
+        Answer::Events(streamed(
+            "",
+            &[("done", json!({"success": true, "summary": "12"}))],
+        ))
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let base = server.base();
+    let l = Listening::start_args(
+        d,
+        dir.path(),
+        "XCalc",
+        &[],
+        &[
+            "--provider",
+            "openai-compatible",
+            "--endpoint",
+            &base,
+            "--model",
+            "llama3.2",
+        ],
+    );
+    let wav = dir.path().join("say.wav");
+    say_to(FLITE, "add seven and five on the calculator", &wav);
+    into_mic(&wav);
+    assert!(
+        super::util::wait_for(std::time::Duration::from_secs(60), || server
+            .requests()
+            .len()
+            >= 2),
+        "the second request was not sent: {}",
+        l.text()
+    );
+    let asked = std::time::Instant::now();
+    say_to(FLITE_SLT, "no wait, hold on a moment", &wav);
+    into_mic(&wav);
+    assert!(
+        super::util::wait_for(std::time::Duration::from_secs(12), || l
+            .text()
+            .contains("(Stopped)")),
+        "the task did not stop: {}",
+        l.text()
+    );
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(15),
+        "it waited for the model"
+    );
+    let out = l.end();
+    assert!(
+        out.contains("interrupted"),
+        "stopped by the barge-in: {out}"
+    );
+    assert_eq!(server.requests().len(), 2, "{out}");
+}

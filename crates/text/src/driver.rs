@@ -46,6 +46,9 @@ pub struct TextDriver {
     /// Tokens used so far, and per request.
     pub usage: Usage,
     pub steps: Vec<Usage>,
+    /// Set when the person speaks over voxdesk (barge-in): the request in flight is abandoned
+    /// and the task ends, stopped.
+    cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl TextDriver {
@@ -65,8 +68,21 @@ impl TextDriver {
             bad_calls: 0,
             usage: Usage::default(),
             steps: Vec::new(),
+            cancel: None,
             spec,
         }
+    }
+
+    /// Abandon the request in flight when `flag` is set (the listener's barge-in).
+    pub fn cancelled_by(mut self, flag: Arc<std::sync::atomic::AtomicBool>) -> TextDriver {
+        self.cancel = Some(flag);
+        self
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     /// The request body the next turn sends (tests read it).
@@ -118,6 +134,9 @@ impl TextDriver {
         loop {
             if let Some(cause) = self.latch.cause() {
                 return Err(format!("stopped by {cause}"));
+            }
+            if self.cancelled() {
+                return Err("interrupted: the person spoke over it".into());
             }
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(Ok(r)) => {
@@ -364,7 +383,9 @@ impl Driver for TextDriver {
         loop {
             let reply = match self.ask(tell) {
                 Ok(r) => r,
-                Err(why) if self.latch.is_stopped() => return end(Status::Stopped, why),
+                Err(why) if self.latch.is_stopped() || self.cancelled() => {
+                    return end(Status::Stopped, why)
+                }
                 Err(why) => return end(Status::Failed, why),
             };
             let said: Vec<String> = Some(reply.text.trim().to_string())
