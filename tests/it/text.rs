@@ -713,3 +713,58 @@ fn speaking_over_the_narration_abandons_the_request_in_flight() {
     );
     assert_eq!(server.requests().len(), 2, "{out}");
 }
+
+/// A server that refuses the picture (400), then fails (500), then ignores `stream` and answers
+/// with the whole reply: the turn goes again without pictures, is retried after the 500, the
+/// whole reply is read, and the calculator shows 12, every action once.
+#[test]
+fn a_refused_picture_a_500_and_a_reply_not_streamed_still_drive_the_calculator() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let _calc = calc(d);
+    let data = tempfile::tempdir().unwrap();
+    let server = TextServer::start("openai-chat");
+    server.then(|_| {
+        Answer::Json(
+            400,
+            Vec::new(),
+            json!({"error": {"message": "image input is not supported by this model", "type": "invalid_request_error"}}),
+        )
+    });
+    server.then(|_| Answer::Json(500, Vec::new(), json!({"error": {"message": "internal"}})));
+    server.then(|body| {
+        let batch = calc_batch(&observation(body));
+        Answer::Json(
+            200,
+            Vec::new(),
+            json!({"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0,
+                "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "call_w",
+                "type": "function", "function": {"name": "act", "arguments": batch.to_string()}}]},
+                "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 900, "completion_tokens": 30}}),
+        )
+    });
+    server.then(|_| {
+        Answer::Events(streamed(
+            "",
+            &[("done", json!({"success": true, "summary": "It shows 12."}))],
+        ))
+    });
+    let (code, out) = finish(
+        text_cmd(d, data.path(), &server.base(), "add 7 and 5").env("VOXDESK_TEXT_PICTURES", "1"),
+    );
+    assert_eq!(code, 0, "{out}");
+    let seen = server.requests();
+    assert_eq!(seen.len(), 4, "{out}");
+    let pictured: Vec<bool> = seen
+        .iter()
+        .map(|s| s.body.to_string().contains("data:image/jpeg"))
+        .collect();
+    assert_eq!(pictured, [true, false, false, false], "{out}");
+    assert!(display_shows(d, "12"), "xcalc does not show 12\n{out}");
+    let rec = session_record(data.path());
+    assert_eq!(
+        rec["steps"].as_array().unwrap().len(),
+        1,
+        "the act ran once: {rec}"
+    );
+}

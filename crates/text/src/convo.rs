@@ -81,6 +81,16 @@ impl Conversation {
         }
     }
 
+    /// Does any turn carry a picture?
+    pub fn has_pictures(&self) -> bool {
+        self.turns.iter().any(|t| {
+            matches!(
+                t,
+                Turn::User { jpeg: Some(_), .. } | Turn::Answers { jpeg: Some(_), .. }
+            )
+        })
+    }
+
     /// Keep the conversation small: only the newest `keep` pictures stay; older ones are
     /// replaced by a note that the screen was shown then (their targets stay as text).
     pub fn drop_old_pictures(&mut self, keep: usize) {

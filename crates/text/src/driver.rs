@@ -163,6 +163,19 @@ impl TextDriver {
                     return Ok(r);
                 }
                 Ok(Err(HttpError::Stopped)) => return Err("stopped".into()),
+                // A picture refused (a model or server that takes none): the same turn once
+                // more without pictures, and none for the rest of the task.
+                Ok(Err(HttpError::Status { status, .. }))
+                    if self.spec.flavour.pictures
+                        && matches!(status, 400 | 413 | 415 | 422)
+                        && self.convo.has_pictures() =>
+                {
+                    tracing::warn!(
+                        "text model: a request with a picture was refused ({status}); going on with text only"
+                    );
+                    self.spec.flavour.pictures = false;
+                    return self.ask(tell);
+                }
                 Ok(Err(e)) => {
                     tracing::warn!("text model: {e}");
                     tell(Event::Narration {
@@ -285,17 +298,20 @@ fn request(
         url: client.url.clone(),
         why: e.to_string(),
     };
+    let whole = |v: &Value| {
+        match provider {
+            Provider::OpenAiCompatible => openai::reply(v, names),
+            Provider::Anthropic => anthropic::reply(v, names),
+            Provider::GeminiText => gemini::reply(v, names),
+        }
+        .map_err(unreadable)
+    };
     if !stream {
         let v = client.post(body, false, &mut |_| Ok(()), &stopped)?;
-        return match provider {
-            Provider::OpenAiCompatible => openai::reply(&v, names),
-            Provider::Anthropic => anthropic::reply(&v, names),
-            Provider::GeminiText => gemini::reply(&v, names),
-        }
-        .map_err(unreadable);
+        return whole(&v);
     }
     let mut s = Pieces::new(provider);
-    client.post(
+    let v = client.post(
         body,
         true,
         &mut |data| {
@@ -306,6 +322,9 @@ fn request(
         },
         &stopped,
     )?;
+    if !v.is_null() {
+        return whole(&v);
+    }
     if !s.done() {
         return Err(HttpError::Read {
             url: client.url.clone(),

@@ -55,8 +55,9 @@ impl Client {
     }
 
     /// POST `body`. Streamed (`stream`): each `data:` payload goes to `on_data` as it arrives
-    /// (an error it returns ends the read) and the result is `Value::Null`; else the reply's
-    /// JSON. `stopped` is asked between retries and lines.
+    /// (an error it returns ends the read) and the result is `Value::Null`; else, or when the
+    /// server answered with JSON all the same, the reply's JSON. `stopped` is asked between
+    /// retries and lines.
     pub fn post(
         &self,
         body: &Value,
@@ -124,7 +125,13 @@ impl Client {
                     }
                 }
             }
-            if !stream {
+            // A server that ignores `stream` answers with the whole reply: taken as it is.
+            let whole = resp
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|t| t.starts_with("application/json"));
+            if !stream || whole {
                 return resp.json::<Value>().map_err(|e| HttpError::Read {
                     url: self.url.clone(),
                     why: short(&e),
