@@ -171,19 +171,9 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
                     driver.usage.output,
                     driver.steps.len()
                 );
-                match latch.cause() {
-                    Some(Cause::EmergencyStop) | Some(Cause::DisplayLost) => {
-                        exit = Exit::Stopped;
-                        break;
-                    }
-                    Some(Cause::Requested) => {
-                        drain_until_stop(&listener);
-                        say("Stopped.");
-                    }
-                    _ => {}
-                }
-                if let Ok(l) = desk.labels_now() {
-                    listener.set_labels(l);
+                if after_task(&latch, &listener, &mut desk, &say) {
+                    exit = Exit::Stopped;
+                    break;
                 }
             }
             Note::NotUnderstood { text, per_frame } => {
@@ -210,20 +200,9 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
                                 break;
                             }
                         }
-                        match latch.cause() {
-                            Some(Cause::EmergencyStop) | Some(Cause::DisplayLost) => {
-                                exit = Exit::Stopped;
-                                break;
-                            }
-                            Some(Cause::Requested) => {
-                                // Commands heard before the stop are dropped with it.
-                                drain_until_stop(&listener);
-                                say("Stopped.");
-                            }
-                            _ => {}
-                        }
-                        if let Ok(l) = desk.labels_now() {
-                            listener.set_labels(l);
+                        if after_task(&latch, &listener, &mut desk, &say) {
+                            exit = Exit::Stopped;
+                            break;
                         }
                     }
                     Heard::Stop(_) => {
@@ -253,6 +232,25 @@ pub fn listen_local(a: ListenArgs, config: Option<&std::path::Path>) -> Result<E
         st.interruptions.load(std::sync::atomic::Ordering::Relaxed)
     );
     Ok(exit)
+}
+
+/// After a task: true when the emergency stop (or the display's loss) ended it and listening
+/// ends too; a spoken stop drops what was heard before it and is said; the grammar follows the
+/// screen.
+fn after_task(latch: &StopLatch, listener: &Listener, desk: &mut Desk, say: &dyn Fn(&str)) -> bool {
+    match latch.cause() {
+        Some(Cause::EmergencyStop) | Some(Cause::DisplayLost) => return true,
+        Some(Cause::Requested) => {
+            // Commands heard before the stop are dropped with it.
+            drain_until_stop(listener);
+            say("Stopped.");
+        }
+        _ => {}
+    }
+    if let Ok(l) = desk.labels_now() {
+        listener.set_labels(l);
+    }
+    false
 }
 
 /// The text planner `--provider` names, if it names one (`local`: none).

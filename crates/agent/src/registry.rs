@@ -127,17 +127,7 @@ pub fn resolve_realtime(
     provider: &str,
     model: Option<&str>,
 ) -> Result<Option<(&'static str, String)>, RegistryError> {
-    let p = PROVIDERS
-        .iter()
-        .find(|p| p.name == canonical(provider))
-        .ok_or_else(|| RegistryError::UnknownProvider(provider.to_string()))?;
-    if !p.realtime {
-        return Ok(None);
-    }
-    match model.map(str::trim).filter(|m| !m.is_empty()) {
-        Some(m) => Ok(Some((p.name, m.to_string()))),
-        None => Err(RegistryError::NoModel(p.name)),
-    }
+    resolve_named(provider, model, |p| p.realtime)
 }
 
 /// A text provider and its model, named explicitly (any model its deployment serves).
@@ -145,11 +135,21 @@ pub fn resolve_text(
     provider: &str,
     model: Option<&str>,
 ) -> Result<Option<(&'static str, String)>, RegistryError> {
+    resolve_named(provider, model, |p| p.text)
+}
+
+/// A provider of the kind `is` picks, and the model it must be given by name (`None`: the
+/// provider is of another kind).
+fn resolve_named(
+    provider: &str,
+    model: Option<&str>,
+    is: fn(&Provider) -> bool,
+) -> Result<Option<(&'static str, String)>, RegistryError> {
     let p = PROVIDERS
         .iter()
         .find(|p| p.name == canonical(provider))
         .ok_or_else(|| RegistryError::UnknownProvider(provider.to_string()))?;
-    if !p.text {
+    if !is(p) {
         return Ok(None);
     }
     match model.map(str::trim).filter(|m| !m.is_empty()) {
