@@ -356,8 +356,8 @@ fn run(cli: Cli) -> Result<Exit> {
             cli::hear::run(json, &files, models)
         }
         Cmd::Ocr { json, image } => {
-            let debug_dir = cli::settings(config, None)?.settings.perception.debug_dir;
-            cli::look::ocr(json, &image, debug_dir)
+            let s = cli::settings(config, None)?.settings;
+            cli::look::ocr(json, &image, &s)
         }
         Cmd::Look {
             json,

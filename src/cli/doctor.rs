@@ -165,6 +165,7 @@ pub fn run(models: Option<&std::path::Path>, load_model: bool) -> Vec<Check> {
     );
     // The learned recogniser: its model and ONNX Runtime, loaded (not run).
     out.push(ears(models, load_model));
+    out.push(eyes(models));
     // Which realtime providers have a key (never the key itself).
     let keys: Vec<String> = [("gemini", "GEMINI_API_KEY"), ("openai", "OPENAI_API_KEY")]
         .iter()
@@ -175,6 +176,33 @@ pub fn run(models: Option<&std::path::Path>, load_model: bool) -> Vec<Check> {
         .collect();
     out.push(Check::ok("realtime-keys", keys.join(", ")));
     out
+}
+
+/// The learned text reader's models (PP-OCRv6), which `perception.reader = "learned"` needs.
+fn eyes(models: Option<&std::path::Path>) -> Check {
+    let Some(dir) = voxdesk_onnx::models_dir(models) else {
+        return Check::warn(
+            "text-model",
+            "no models directory (no HOME, no models.dir)",
+            "set models.dir (or VOXDESK_MODELS_DIR)",
+        );
+    };
+    let files = [
+        voxdesk_onnx::RUNTIME,
+        voxdesk_perception::learned::DET_FILE,
+        voxdesk_perception::learned::REC_FILE,
+    ];
+    match files.iter().find(|f| !dir.join(f).is_file()) {
+        None => Check::ok("text-model", format!("PP-OCRv6 in {}", dir.display())),
+        Some(f) => Check::warn(
+            "text-model",
+            format!(
+                "no {}: perception.reader = \"learned\" cannot start (Tesseract still reads)",
+                dir.join(f).display()
+            ),
+            voxdesk_onnx::INSTALL,
+        ),
+    }
 }
 
 /// The offline recogniser (Moonshine on ONNX Runtime): where it lives, and whether it loads.

@@ -10,13 +10,17 @@ use voxdesk_desk::observation;
 use voxdesk_perception as perception;
 use voxdesk_screen::{frame, picture};
 
-pub fn ocr(json: bool, image: &Path, debug_dir: Option<PathBuf>) -> Result<Exit> {
+pub fn ocr(json: bool, image: &Path, settings: &voxdesk_core::config::Settings) -> Result<Exit> {
     let t = Instant::now();
     let img = frame::load_image(image)?;
     let load_ms = t.elapsed().as_secs_f64() * 1000.0;
     let (w, h) = img.dimensions();
-    let mut p = perception::Perceiver::new(perception::engine::default_workers())?;
-    p.debug_to(debug_dir);
+    let workers = perception::engine::default_workers();
+    let mut p = perception::Perceiver::new(workers)?;
+    p.debug_to(settings.perception.debug_dir.clone());
+    if settings.perception.reader == voxdesk_core::config::Reader::Learned {
+        p.use_learned(settings.models_dir.as_deref(), workers)?;
+    }
     let r = p.perceive(img.as_raw(), w, h, true)?;
     if json {
         println!(

@@ -72,6 +72,7 @@ const LAYERS: &[&str] = &[
     "voxdesk-core",
     "voxdesk-onnx",
     "voxdesk-moonshine",
+    "voxdesk-ppocr",
     "voxdesk-perception",
     "voxdesk-a11y",
     "voxdesk-screen",
@@ -354,7 +355,10 @@ fn each_device_crate_has_one_owner() {
         // The accessibility bus: one crate of its own (a reader, its walk, its event watcher).
         ("zbus::", &["a11y/lib.rs", "a11y/walk.rs", "a11y/events.rs"]),
         // ONNX Runtime: the runtime crate, and the model on it.
-        ("ort::", &["onnx/lib.rs", "moonshine/lib.rs"]),
+        (
+            "ort::",
+            &["onnx/lib.rs", "moonshine/lib.rs", "ppocr/lib.rs"],
+        ),
         // The daemon's server: its routes and where it is started.
         ("axum::", &["cli/serve/api.rs", "cli/serve/mod.rs"]),
     ];

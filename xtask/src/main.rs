@@ -147,6 +147,30 @@ const MODEL_WHEELS: &[Wheel] = &[
             "b68b995a58b3373db6c4f46864a9db50cd1333d086150ffa2c1096581ede9c10",
         )],
     ),
+    (
+        // PP-OCRv6 small (PaddleOCR's detector and recogniser, Apache-2.0): the learned text
+        // reader. Only the models: the package's code is not used.
+        "rapidocr==3.10.0",
+        "rapidocr-3.10.0-py3-none-any.whl",
+        "2fc34e26cd0f48514804a94f8832283039c7334076bff60768b1fed9ad068050",
+        &[
+            (
+                "rapidocr/models/PP-OCRv6_det_small.onnx",
+                "ppocr/PP-OCRv6_det_small.onnx",
+                "090f04abcd9d9a7498bc4ebf677e4cb9bdce1fe4197ddb7e529f1ef44e1ff94f",
+            ),
+            (
+                "rapidocr/models/PP-OCRv6_rec_small.onnx",
+                "ppocr/PP-OCRv6_rec_small.onnx",
+                "6f327246b50388f3c176ae304bd95767ea6dc0c9ae92153ef8cbe210b3c14884",
+            ),
+            (
+                "rapidocr-3.10.0.dist-info/licenses/MODEL_LICENSES.md",
+                "ppocr/MODEL_LICENSES.md",
+                "c5fd0e8603d3df743355b546121e6fe0f4ef8ff455c5a85c1681fd3ae520e153",
+            ),
+        ],
+    ),
 ];
 
 /// Where the models go: `VOXDESK_MODELS_DIR`, else `$XDG_DATA_HOME/voxdesk/models`, else
@@ -255,7 +279,7 @@ fn main() -> ExitCode {
         Some("deps") => ensure_packages(&[BUILD_PKGS, RUN_PKGS].concat()),
         Some("models") => install_models().map(|d| println!("{}", d.display())),
         _ => {
-            eprintln!("usage: cargo xtask <test|demo|fixtures|deps|models|rig -- CMD...>\n  test      every test, desktop tests on a private Xvfb\n  models    install the speech model and ONNX Runtime from PyPI (pinned, checked)\n  demo      voxdesk on a private virtual desktop with xcalc\n  fixtures  re-render tests/fixtures/ui with headless Chromium\n  rig CMD   run CMD inside a private virtual desktop");
+            eprintln!("usage: cargo xtask <test|demo|fixtures|deps|models|rig -- CMD...>\n  test      every test, desktop tests on a private Xvfb\n  models    install the speech and text models and ONNX Runtime from PyPI (pinned, checked)\n  demo      voxdesk on a private virtual desktop with xcalc\n  fixtures  re-render tests/fixtures/ui with headless Chromium\n  rig CMD   run CMD inside a private virtual desktop");
             return ExitCode::from(2);
         }
     };
@@ -667,7 +691,12 @@ fn panel_driver() -> Result<()> {
 fn test(extra: &[String]) -> Result<()> {
     ensure_packages(&[BUILD_PKGS, RUN_PKGS].concat())?;
     // Build first, outside the rig: a long compile should not hold a display.
-    run(cargo().args(["test", "--workspace", "--no-run"]))?;
+    // Incremental state only pays back on the next edit: a test run does without it (it was a third
+    // of what a build wrote), unless the caller asks for it.
+    let incremental = std::env::var("CARGO_INCREMENTAL").unwrap_or_else(|_| "0".into());
+    run(cargo()
+        .env("CARGO_INCREMENTAL", &incremental)
+        .args(["test", "--workspace", "--no-run"]))?;
     let python = sdk_venv()?;
     let models = install_models()?;
     panel_driver()?;
@@ -676,6 +705,7 @@ fn test(extra: &[String]) -> Result<()> {
     let rig = Rig::start()?;
     let mut c = rig.cmd(&std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     c.current_dir(root())
+        .env("CARGO_INCREMENTAL", &incremental)
         .env("VOXDESK_FRAME_DUMP", &frames)
         .env("VOXDESK_MODELS_DIR", &models)
         .args(["test", "--workspace"])

@@ -124,6 +124,32 @@ pub struct Perception {
     pub accessibility: bool,
     /// Time budget of one read of the tree; past it the observation says it is partial.
     pub tree_budget_ms: u64,
+    /// What finds and reads text in the pixels: "tesseract" (the pixel rules and Tesseract) or
+    /// "learned" (PP-OCRv6 from the models directory).
+    pub reader: Reader,
+}
+
+/// What finds and reads text in the pixels (`perception.reader`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    Tesseract,
+    Learned,
+}
+
+impl Reader {
+    pub fn parse(s: &str) -> Result<Reader, String> {
+        match s {
+            "tesseract" => Ok(Reader::Tesseract),
+            "learned" => Ok(Reader::Learned),
+            o => Err(format!("is not a reader ({o}): tesseract or learned")),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Reader::Tesseract => "tesseract",
+            Reader::Learned => "learned",
+        }
+    }
 }
 
 impl Default for Perception {
@@ -132,6 +158,7 @@ impl Default for Perception {
             debug_dir: None,
             accessibility: true,
             tree_budget_ms: 400,
+            reader: Reader::Tesseract,
         }
     }
 }
@@ -313,6 +340,7 @@ pub const KEYS: &[&str] = &[
     "perception.debug_dir",
     "perception.accessibility",
     "perception.tree_budget_ms",
+    "perception.reader",
 ];
 
 /// The environment variables read (once, by the binary that calls `load`), and their keys.
@@ -333,6 +361,7 @@ pub const ENV: &[(&str, &str)] = &[
     ("VOXDESK_DEBUG_DIR", "perception.debug_dir"),
     ("VOXDESK_MODELS_DIR", "models.dir"),
     ("VOXDESK_ACCESSIBILITY", "perception.accessibility"),
+    ("VOXDESK_READER", "perception.reader"),
 ];
 
 /// `$XDG_CONFIG_HOME/voxdesk/config.toml` (via `directories`).
@@ -603,6 +632,7 @@ fn apply(s: &mut Settings, key: &str, v: &Raw) -> Result<(), String> {
         "perception.debug_dir" => s.perception.debug_dir = Some(v.path()?),
         "perception.accessibility" => s.perception.accessibility = v.boolean()?,
         "perception.tree_budget_ms" => s.perception.tree_budget_ms = v.uint(10..=10_000)?,
+        "perception.reader" => s.perception.reader = Reader::parse(&v.string()?)?,
         other => return Err(format!("is not a setting ({other})")),
     }
     Ok(())
@@ -702,6 +732,7 @@ impl Loaded {
                 "perception.debug_dir" => path(&s.perception.debug_dir),
                 "perception.accessibility" => s.perception.accessibility.to_string(),
                 "perception.tree_budget_ms" => s.perception.tree_budget_ms.to_string(),
+                "perception.reader" => format!("{:?}", s.perception.reader.name()),
                 _ => String::new(),
             };
             let source = self.sources.get(key).copied().unwrap_or(Source::Default);

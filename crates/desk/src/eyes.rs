@@ -88,6 +88,9 @@ impl ScreenEyes {
         let capturer = Capturer::new()?;
         let mut perceiver = Perceiver::new(engine::default_workers())?;
         perceiver.debug_to(settings.perception.debug_dir.clone());
+        if settings.perception.reader == voxdesk_core::config::Reader::Learned {
+            perceiver.use_learned(settings.models_dir.as_deref(), engine::default_workers())?;
+        }
         let a11y = if settings.perception.accessibility {
             Reader::open(Limits {
                 budget: std::time::Duration::from_millis(settings.perception.tree_budget_ms),

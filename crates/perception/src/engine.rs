@@ -39,6 +39,8 @@ pub enum EngineError {
     Image(String),
     #[error("Tesseract failed to recognise: {0}")]
     Recognise(String),
+    #[error("the learned text reader: {0}")]
+    Learned(String),
 }
 
 /// A started Tesseract engine configured for pre-normalised text strips.

@@ -17,6 +17,7 @@ pub mod consensus;
 pub mod engine;
 pub mod fuse;
 pub mod label;
+pub mod learned;
 pub mod lines;
 pub mod mono;
 pub mod recognize;
@@ -81,6 +82,9 @@ pub struct Perceiver {
     fused_with: Option<u64>,
     /// Developer aid (`perception.debug_dir`): every strip handed to Tesseract is written here.
     debug_dir: Option<std::path::PathBuf>,
+    /// The learned reader, when `perception.reader` is "learned": it finds and reads the labels
+    /// in place of `lines` and Tesseract (which still reads single lines: `read_line`).
+    learned: Option<learned::Learned>,
 }
 
 impl Perceiver {
@@ -95,7 +99,33 @@ impl Perceiver {
             targets: Vec::new(),
             fused_with: None,
             debug_dir: None,
+            learned: None,
         })
+    }
+
+    /// Find and read labels with the learned models (PP-OCRv6) from the models directory
+    /// (`models`, else the default one), on `threads` threads, instead of the pixel rules and
+    /// Tesseract. A missing model is an error that names it and the command that installs it.
+    pub fn use_learned(
+        &mut self,
+        models: Option<&std::path::Path>,
+        threads: usize,
+    ) -> Result<(), EngineError> {
+        let dir = voxdesk_ppocr::models_dir(models)
+            .ok_or_else(|| EngineError::Learned("no models directory (set models.dir)".into()))?;
+        self.learned = Some(learned::Learned::load(&dir, threads)?);
+        self.cache.clear();
+        self.prev = None;
+        Ok(())
+    }
+
+    /// Which reader finds and reads the labels: "learned" or "tesseract".
+    pub fn reader(&self) -> &'static str {
+        if self.learned.is_some() {
+            "learned"
+        } else {
+            "tesseract"
+        }
     }
 
     /// Write every strip handed to Tesseract into `dir` (for developers; none: nowhere).
@@ -106,6 +136,9 @@ impl Perceiver {
     /// Forget cached strips (a "cold" pass reads everything again).
     pub fn clear_cache(&mut self) {
         self.cache.clear();
+        if let Some(l) = &mut self.learned {
+            l.clear_cache();
+        }
     }
 
     /// Take `targets` (another process's observation of the same screen, `voxdesk look`'s) as
@@ -177,24 +210,33 @@ impl Perceiver {
             } else {
                 tiles::bands(&dirty, width, height)
             };
-            let mut lines = Vec::new();
-            for r in regions {
-                lines.extend(lines::find_lines(rgba, width, height, r));
-            }
-            lines.retain(|l| tiles::touches(&l.rect, &dirty));
-            let t_detect = Instant::now();
-            timings.detect_ms = ms(t_diff, t_detect);
-            let (fresh, n) = recognize::recognise(
-                rgba,
-                width,
-                height,
-                &lines,
-                &self.pool,
-                &mut self.cache,
-                self.debug_dir.as_deref(),
-            )?;
-            strips_read = n;
-            timings.ocr_ms = ms(t_detect, Instant::now());
+            let fresh = if let Some(learned) = &mut self.learned {
+                let (fresh, n, detect_ms) = learned.read(rgba, width, height, &regions, &dirty)?;
+                strips_read = n;
+                timings.detect_ms = detect_ms;
+                timings.ocr_ms = ms(t_diff, Instant::now()) - detect_ms;
+                fresh
+            } else {
+                let mut lines = Vec::new();
+                for r in regions {
+                    lines.extend(lines::find_lines(rgba, width, height, r));
+                }
+                lines.retain(|l| tiles::touches(&l.rect, &dirty));
+                let t_detect = Instant::now();
+                timings.detect_ms = ms(t_diff, t_detect);
+                let (fresh, n) = recognize::recognise(
+                    rgba,
+                    width,
+                    height,
+                    &lines,
+                    &self.pool,
+                    &mut self.cache,
+                    self.debug_dir.as_deref(),
+                )?;
+                strips_read = n;
+                timings.ocr_ms = ms(t_detect, Instant::now());
+                fresh
+            };
             self.labels = if full {
                 fresh
             } else {

@@ -3,6 +3,7 @@
 mod bench;
 mod bench_a11y;
 mod bench_ears;
+mod bench_eyes;
 mod bench_listen;
 mod bench_script;
 mod bench_serve;
@@ -37,6 +38,32 @@ enum BenchCmd {
         #[arg(long)]
         no_cli: bool,
         /// List every missed label.
+        #[arg(long)]
+        misses: bool,
+    },
+    /// The readers side by side on the generated corpus (train, dev, test split by template)
+    /// and the project's fixtures: recall per kind, precision, time, memory.
+    Eyes {
+        /// The rendered corpus (`cargo xtask corpus`); none: the fixtures alone.
+        #[arg(long)]
+        corpus: Option<PathBuf>,
+        #[arg(long, default_value = "tests/fixtures/corpus/splits.json")]
+        splits: PathBuf,
+        #[arg(long, default_value = "tests/fixtures/ui")]
+        fixtures: PathBuf,
+        /// Leave the project's fixtures out.
+        #[arg(long)]
+        no_fixtures: bool,
+        /// Readers, comma separated: tesseract, learned.
+        #[arg(long, default_value = "tesseract,learned")]
+        readers: String,
+        /// Only these splits, comma separated (train, dev, test, fixtures).
+        #[arg(long, default_value = "")]
+        only: String,
+        /// Every n-th image of each part.
+        #[arg(long, default_value_t = 1)]
+        stride: usize,
+        /// Write every miss and junk target to target/bench-eyes-misses.tsv.
         #[arg(long)]
         misses: bool,
     },
@@ -143,6 +170,33 @@ fn run(what: BenchCmd) -> Result<()> {
             } => bench_serve::serve(clients, rate, seconds)?,
             BenchCmd::Tasks { runs, only, driver } => {
                 bench_tasks::tasks(runs, only.as_deref(), &driver)?
+            }
+            BenchCmd::Eyes {
+                corpus,
+                splits,
+                fixtures,
+                no_fixtures,
+                readers,
+                only,
+                stride,
+                misses,
+            } => {
+                let list = |s: &str| -> Vec<String> {
+                    s.split(',')
+                        .map(str::trim)
+                        .filter(|x| !x.is_empty())
+                        .map(String::from)
+                        .collect()
+                };
+                bench_eyes::eyes(&bench_eyes::EyesOptions {
+                    corpus,
+                    splits,
+                    fixtures: (!no_fixtures).then_some(fixtures),
+                    readers: list(&readers),
+                    only: list(&only),
+                    stride,
+                    misses,
+                })?
             }
             BenchCmd::Perception {
                 fixtures,

@@ -35,6 +35,10 @@ pub struct GtLabel {
     /// The drawn line this text node is a piece of (terminal and code lines).
     #[serde(default)]
     pub line: Option<GtLine>,
+    /// WCAG contrast ratio of the text's colour against its fill (1–21), where the page
+    /// measured it.
+    #[serde(default)]
+    pub contrast: Option<f64>,
 }
 
 /// One drawn line made of several text nodes: its number within the page and its box.

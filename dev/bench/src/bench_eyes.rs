@@ -1,0 +1,340 @@
+//! `voxdesk bench eyes`: the readers (Tesseract behind the pixel rules, and the learned PP-OCRv6) side by side on the generated corpus, split by template (train, dev, test: the test part was tuned on by nothing), with recall per kind of text, precision, cold and incremental time and resident memory, in one run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+
+use voxdesk_eval::{self as eval, Found, GroundTruth, GtLabel, Score};
+use voxdesk_perception::{engine, Perceiver};
+use voxdesk_screen::frame::load_image;
+
+use crate::bench::median;
+
+pub struct EyesOptions {
+    /// The rendered corpus (`cargo xtask corpus`): `NAME-THEME-SCALEx.png` + `.json`.
+    pub corpus: Option<PathBuf>,
+    /// The template → split table (`tests/fixtures/corpus/splits.json`).
+    pub splits: PathBuf,
+    /// The project's own fixtures, reported as their own part ("fixtures").
+    pub fixtures: Option<PathBuf>,
+    pub readers: Vec<String>,
+    /// Only these splits (empty: all).
+    pub only: Vec<String>,
+    /// Every n-th image of each part (1: all).
+    pub stride: usize,
+    pub misses: bool,
+}
+
+#[derive(Deserialize)]
+struct Splits {
+    templates: Vec<Template>,
+}
+
+#[derive(Deserialize)]
+struct Template {
+    name: String,
+    #[serde(default)]
+    family: String,
+    split: String,
+}
+
+struct Image {
+    name: String,
+    split: String,
+    png: PathBuf,
+    gt: GroundTruth,
+}
+
+/// The kinds the issue names, each a filter over labels.
+const KINDS: &[&str] = &[
+    "small text",
+    "dark",
+    "low contrast",
+    "on colour",
+    "shortcut",
+    "icon label",
+    "terminal",
+    "code",
+    "cell",
+];
+
+fn in_kind(kind: &str, gt: &GroundTruth, l: &GtLabel) -> bool {
+    match kind {
+        "small text" => l.font_px < 12.0,
+        "dark" => gt.theme == "dark",
+        "low contrast" => l.contrast.is_some_and(|c| c < 3.0),
+        "on colour" => l.on_colour,
+        "icon label" => l.kind() == "icon",
+        k => l.kind() == k,
+    }
+}
+
+#[derive(Default)]
+struct Part {
+    all: Score,
+    kinds: BTreeMap<&'static str, Score>,
+    cold: Vec<f64>,
+    incr: Vec<f64>,
+    images: usize,
+}
+
+impl Part {
+    fn add(&mut self, gt: &GroundTruth, found: &[Found]) {
+        self.images += 1;
+        self.all.add(eval::score(gt, found, |_| true, true));
+        for k in KINDS {
+            self.kinds.entry(k).or_default().add(eval::score(
+                gt,
+                found,
+                |l| in_kind(k, gt, l),
+                false,
+            ));
+        }
+    }
+}
+
+fn pct(s: &Score) -> String {
+    match s.recall() {
+        Some(r) => format!("{:.1}", r * 100.0),
+        None => "–".into(),
+    }
+}
+
+fn images(o: &EyesOptions) -> Result<Vec<Image>> {
+    let mut out = Vec::new();
+    let splits: Splits = match &o.corpus {
+        Some(_) => serde_json::from_str(
+            &std::fs::read_to_string(&o.splits)
+                .with_context(|| format!("reading {}", o.splits.display()))?,
+        )
+        .with_context(|| format!("parsing {}", o.splits.display()))?,
+        None => Splits {
+            templates: Vec::new(),
+        },
+    };
+    let split_of: BTreeMap<&str, (&str, &str)> = splits
+        .templates
+        .iter()
+        .map(|t| (t.name.as_str(), (t.split.as_str(), t.family.as_str())))
+        .collect();
+    let mut add_dir = |dir: &Path, part: Option<&str>| -> Result<()> {
+        let mut pngs: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| {
+                format!(
+                    "reading {} (render it with `cargo xtask corpus`)",
+                    dir.display()
+                )
+            })?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension().is_some_and(|x| x == "png")
+                    && !p.to_string_lossy().ends_with(".changed.png")
+            })
+            .collect();
+        pngs.sort();
+        for png in pngs {
+            let stem = png
+                .file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            let json = png.with_extension("json");
+            if !json.is_file() {
+                continue;
+            }
+            // NAME-THEME-SCALEx: the template is what precedes the last two dashes.
+            let template = stem.rsplitn(3, '-').nth(2).unwrap_or(&stem).to_string();
+            let split = match part {
+                Some(p) => p.to_string(),
+                None => match split_of.get(template.as_str()) {
+                    Some((s, _)) => s.to_string(),
+                    None => anyhow::bail!("{stem}: template {template} is in no split"),
+                },
+            };
+            if !o.only.is_empty() && !o.only.contains(&split) {
+                continue;
+            }
+            let gt: GroundTruth = serde_json::from_str(&std::fs::read_to_string(&json)?)
+                .with_context(|| format!("parsing {}", json.display()))?;
+            out.push(Image {
+                name: stem,
+                split,
+                png,
+                gt,
+            });
+        }
+        Ok(())
+    };
+    if let Some(c) = &o.corpus {
+        add_dir(c, None)?;
+    }
+    if let Some(f) = &o.fixtures {
+        add_dir(f, Some("fixtures"))?;
+    }
+    // Every n-th image of each part.
+    let mut n: BTreeMap<String, usize> = BTreeMap::new();
+    out.retain(|i| {
+        let k = n.entry(i.split.clone()).or_default();
+        *k += 1;
+        (*k - 1) % o.stride.max(1) == 0
+    });
+    Ok(out)
+}
+
+/// Resident memory of this process, in MB (Linux).
+fn rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+/// A one-widget change: the first label's box inverted (its pixels differ, nothing else does).
+fn one_widget_changed(rgba: &[u8], w: u32, gt: &GroundTruth) -> Option<Vec<u8>> {
+    let l = gt.labels.iter().find(|l| !eval::optional(l.kind()))?;
+    let r = l.bbox.rect();
+    let mut out = rgba.to_vec();
+    for y in r.y.max(0)..r.bottom().min(gt.height as i32) {
+        for x in r.x.max(0)..r.right().min(w as i32) {
+            let at = (y as usize * w as usize + x as usize) * 4;
+            for c in 0..3 {
+                out[at + c] = 255 - out[at + c];
+            }
+        }
+    }
+    Some(out)
+}
+
+pub fn eyes(o: &EyesOptions) -> Result<String> {
+    let imgs = images(o)?;
+    anyhow::ensure!(!imgs.is_empty(), "no images to read");
+    let parts: Vec<String> = {
+        let mut p: Vec<String> = imgs.iter().map(|i| i.split.clone()).collect();
+        p.sort_by_key(|s| match s.as_str() {
+            "train" => 0,
+            "dev" => 1,
+            "test" => 2,
+            _ => 3,
+        });
+        p.dedup();
+        p
+    };
+    let mut out = format!(
+        "{} images: {}\n",
+        imgs.len(),
+        parts
+            .iter()
+            .map(|p| format!("{p} {}", imgs.iter().filter(|i| &i.split == p).count()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut misses = String::new();
+    for reader in &o.readers {
+        let rss0 = rss_mb();
+        let t = Instant::now();
+        let mut p = Perceiver::new(engine::default_workers())?;
+        if reader == "learned" {
+            let models = std::env::var_os("VOXDESK_MODELS_DIR").map(PathBuf::from);
+            p.use_learned(models.as_deref(), engine::default_workers())?;
+        } else {
+            anyhow::ensure!(
+                reader == "tesseract",
+                "unknown reader {reader} (tesseract, learned)"
+            );
+        }
+        let start_ms = t.elapsed().as_secs_f64() * 1000.0;
+        let mut by: BTreeMap<String, Part> = BTreeMap::new();
+        let mut peak = rss_mb();
+        for img in &imgs {
+            let pic = load_image(&img.png)?;
+            let (w, h) = pic.dimensions();
+            p.clear_cache();
+            let r = p.perceive(pic.as_raw(), w, h, true)?;
+            peak = peak.max(rss_mb());
+            let found: Vec<Found> = r
+                .targets
+                .iter()
+                .map(|t| Found {
+                    text: t.text.clone(),
+                    rect: t.rect,
+                })
+                .collect();
+            let part = by.entry(img.split.clone()).or_default();
+            part.cold.push(r.timings.total_ms);
+            part.add(&img.gt, &found);
+            if let Some(changed) = one_widget_changed(pic.as_raw(), w, &img.gt) {
+                let r = p.perceive(&changed, w, h, false)?;
+                part.incr.push(r.timings.total_ms);
+            }
+            if o.misses {
+                for (l, near) in eval::misses(&img.gt, &found) {
+                    misses.push_str(&format!(
+                        "{reader}\t{}\t{}\tmissed\t{}\t{:?}\t{:.0}px\t{:?}\n",
+                        img.split,
+                        img.name,
+                        l.kind(),
+                        l.text,
+                        l.font_px,
+                        near
+                    ));
+                }
+                for j in eval::junk(&img.gt, &found) {
+                    misses.push_str(&format!(
+                        "{reader}\t{}\t{}\tjunk\t{:?}\t{}\n",
+                        img.split, img.name, j.text, j.rect
+                    ));
+                }
+            }
+        }
+        out.push_str(&format!(
+            "\nreader {reader}: started in {start_ms:.0} ms, resident {:.0} MB before, {:.0} MB peak (perception's share ≈ {:.0} MB)\n",
+            rss0,
+            peak,
+            peak - rss0
+        ));
+        out.push_str(&format!("{:<14}", "recall %"));
+        for p in &parts {
+            out.push_str(&format!("{p:>10}"));
+        }
+        out.push('\n');
+        let row = |name: &str, f: &dyn Fn(&Part) -> String| {
+            let mut s = format!("{name:<14}");
+            for p in &parts {
+                s.push_str(&format!("{:>10}", by.get(p).map(f).unwrap_or_default()));
+            }
+            s.push('\n');
+            s
+        };
+        out.push_str(&row("all", &|p| pct(&p.all)));
+        for k in KINDS {
+            out.push_str(&row(k, &|p| {
+                p.kinds.get(k).map(pct).unwrap_or_else(|| "–".into())
+            }));
+        }
+        out.push_str(&row("labels", &|p| p.all.labels.to_string()));
+        out.push_str(&row("precision", &|p| {
+            format!("{:.1}", (1.0 - p.all.junk_rate().unwrap_or(0.0)) * 100.0)
+        }));
+        out.push_str(&row("cold ms", &|p| {
+            format!("{:.0}", median(&mut p.cold.clone()))
+        }));
+        out.push_str(&row("incr ms", &|p| {
+            format!("{:.1}", median(&mut p.incr.clone()))
+        }));
+        out.push_str(&row("images", &|p| p.images.to_string()));
+    }
+    if o.misses {
+        let path = PathBuf::from("target/bench-eyes-misses.tsv");
+        std::fs::write(&path, misses)?;
+        out.push_str(&format!("\nmisses and junk: {}\n", path.display()));
+    }
+    Ok(out)
+}
