@@ -119,6 +119,15 @@ impl Perceiver {
         Ok(())
     }
 
+    /// The learned reader's gap between two labels, in ink heights (for the benchmark that
+    /// chooses it; [`learned::GAP`] otherwise).
+    pub fn set_label_gap(&mut self, gap: f32) {
+        if let Some(l) = &mut self.learned {
+            l.gap = gap;
+            l.clear_cache();
+        }
+    }
+
     /// Which reader finds and reads the labels: "learned" or "tesseract".
     pub fn reader(&self) -> &'static str {
         if self.learned.is_some() {

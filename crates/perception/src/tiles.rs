@@ -60,6 +60,74 @@ pub fn bands(dirty: &[Rect], width: u32, height: u32) -> Vec<Rect> {
         .collect()
 }
 
+/// Edge of the cells [`content`] looks at.
+pub const CELL: i32 = 32;
+
+/// Where anything is drawn within `region`: a cell of one flat colour holds no text, so the
+/// learned detector need not look at it. Rows of cells with something in them are joined into
+/// bands (a cell's worth of margin each way), each only as wide as what is drawn in it; a text
+/// line crosses no empty row, so no band cuts one. Pure.
+pub fn content(rgba: &[u8], width: u32, height: u32, region: Rect) -> Vec<Rect> {
+    let frame = Rect::new(0, 0, width as i32, height as i32);
+    let r = region.intersection(&frame);
+    if r.w <= 0 || r.h <= 0 {
+        return Vec::new();
+    }
+    let stride = width as usize * 4;
+    let busy = |x0: i32, y0: i32| -> bool {
+        let (x1, y1) = ((x0 + CELL).min(r.right()), (y0 + CELL).min(r.bottom()));
+        let at = y0 as usize * stride + x0 as usize * 4;
+        let first = &rgba[at..at + 3];
+        (y0..y1).any(|y| {
+            let row =
+                &rgba[y as usize * stride + x0 as usize * 4..y as usize * stride + x1 as usize * 4];
+            row.chunks_exact(4).any(|p| &p[..3] != first)
+        })
+    };
+    // Per row of cells: the x extent of its busy cells.
+    let mut rows: Vec<(i32, Option<(i32, i32)>)> = Vec::new();
+    let mut y = r.y;
+    while y < r.bottom() {
+        let mut ext: Option<(i32, i32)> = None;
+        let mut x = r.x;
+        while x < r.right() {
+            if busy(x, y) {
+                let x1 = (x + CELL).min(r.right());
+                ext = Some(match ext {
+                    Some((a, _)) => (a, x1),
+                    None => (x, x1),
+                });
+            }
+            x += CELL;
+        }
+        rows.push((y, ext));
+        y += CELL;
+    }
+    let mut out: Vec<Rect> = Vec::new();
+    let mut open: Option<(i32, i32, i32, i32)> = None; // y0, y1, x0, x1
+    for (y, ext) in rows {
+        match (ext, &mut open) {
+            (Some((a, b)), Some(o)) => {
+                o.1 = (y + CELL).min(r.bottom());
+                o.2 = o.2.min(a);
+                o.3 = o.3.max(b);
+            }
+            (Some((a, b)), None) => open = Some((y, (y + CELL).min(r.bottom()), a, b)),
+            (None, Some(_)) => {
+                let (y0, y1, x0, x1) = open.take().expect("matched");
+                out.push(Rect::new(x0, y0, x1 - x0, y1 - y0));
+            }
+            (None, None) => {}
+        }
+    }
+    if let Some((y0, y1, x0, x1)) = open {
+        out.push(Rect::new(x0, y0, x1 - x0, y1 - y0));
+    }
+    out.into_iter()
+        .map(|b| Rect::new(b.x - CELL, b.y - CELL, b.w + 2 * CELL, b.h + 2 * CELL).intersection(&r))
+        .collect()
+}
+
 /// Does `r` touch any dirty tile?
 pub fn touches(r: &Rect, dirty: &[Rect]) -> bool {
     dirty.iter().any(|d| d.intersects(r))
@@ -99,6 +167,37 @@ mod tests {
             vec![Rect::new(256, 128, 44, 72)]
         );
         assert!(changed_tiles(&a, &a, w, h).is_empty());
+    }
+
+    #[test]
+    fn content_is_where_something_is_drawn_in_bands_as_wide_as_it() {
+        let (w, h) = (640u32, 480u32);
+        let mut img = vec![255u8; (w * h * 4) as usize];
+        let mut dot = |x: u32, y: u32| {
+            let i = ((y * w + x) * 4) as usize;
+            img[i] = 0;
+        };
+        // A "word" at (100..180, 40..52) and another at (300..340, 300..310).
+        for y in 40..52 {
+            for x in 100..180 {
+                if x % 3 == 0 {
+                    dot(x, y);
+                }
+            }
+        }
+        for x in 300..340 {
+            dot(x, 305);
+        }
+        let full = Rect::new(0, 0, w as i32, h as i32);
+        let bands = content(&img, w, h, full);
+        assert_eq!(
+            bands,
+            vec![Rect::new(64, 0, 160, 96), Rect::new(256, 256, 128, 96)]
+        );
+        // Every drawn pixel is inside a band; a flat frame has none.
+        let px = |x, y| Rect::new(x, y, 1, 1);
+        assert!(bands[0].intersects(&px(100, 40)) && bands[0].intersects(&px(179, 51)));
+        assert!(content(&vec![7u8; (w * h * 4) as usize], w, h, full).is_empty());
     }
 
     #[test]

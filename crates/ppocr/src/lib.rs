@@ -4,9 +4,10 @@
 //! - the detector (DB) gives a text probability per pixel; [`boxes_from_map`] turns it into
 //!   axis-aligned boxes (screen text is axis-aligned: no rotated rectangles), grown by the DB
 //!   "unclip" distance the model was trained with;
-//! - the recogniser (SVTR + CTC) reads a box scaled to 48 px high; [`ctc_decode`] turns its
-//!   per-column classes into text, the mean probability and each character's column, so a box
-//!   that holds two labels a wide gap apart can be cut there ([`split_at_gaps`]).
+//! - a box's ink is cut into lines at empty rows and into labels at wide empty columns
+//!   ([`labels_in`]): the detector joins neighbours a few pixels apart ("Data file   Osaka");
+//! - the recogniser (SVTR + CTC) reads each label scaled to 48 px high; [`ctc_decode`] turns its
+//!   per-column classes into text and the mean probability.
 //!
 //! The character set is the recogniser's own metadata (`character`), as RapidOCR reads it.
 
@@ -75,13 +76,11 @@ pub struct Found {
     pub score: f32,
 }
 
-/// One box read: its text, the mean probability of its characters, and each character's
-/// centre as a fraction of the box's width (0–1), in the order of `text`'s chars.
+/// One box read: its text and the mean probability of its characters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Read {
     pub text: String,
     pub score: f32,
-    pub at: Vec<f32>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -113,8 +112,8 @@ impl Ocr {
         let env = voxdesk_onnx::environment(models)?;
         let det_path = voxdesk_onnx::need("PP-OCRv6 text detector", models.join(DET))?;
         let rec_path = voxdesk_onnx::need("PP-OCRv6 text recogniser", models.join(REC))?;
-        let det = voxdesk_onnx::session(&env, &det_path, threads)?;
-        let rec = voxdesk_onnx::session(&env, &rec_path, threads)?;
+        let det = voxdesk_onnx::session_lean(&env, &det_path, threads)?;
+        let rec = voxdesk_onnx::session_lean(&env, &rec_path, threads)?;
         let list = rec
             .metadata()
             .map_err(run_err)?
@@ -211,7 +210,6 @@ impl Ocr {
             Read {
                 text: String::new(),
                 score: 0.0,
-                at: Vec::new()
             };
             boxes.len()
         ];
@@ -254,15 +252,8 @@ impl Ocr {
             let (shape, probs) = res[0].try_extract_tensor::<f32>().map_err(run_err)?;
             let (steps, classes) = (shape[1] as usize, shape[2] as usize);
             for (k, &i) in batch.iter().enumerate() {
-                let own = scaled[i].as_ref().expect("filtered").width() as f32;
                 let p = &probs[k * steps * classes..(k + 1) * steps * classes];
-                let mut read = ctc_decode(p, steps, classes, &self.chars);
-                // A step covers widest/steps input columns; as a fraction of the box's own width.
-                let per = widest as f32 / steps as f32;
-                for a in &mut read.at {
-                    *a = ((*a + 0.5) * per / own).clamp(0.0, 1.0);
-                }
-                out[i] = read;
+                out[i] = ctc_decode(p, steps, classes, &self.chars);
             }
         }
         Ok(out)
@@ -346,50 +337,105 @@ pub fn boxes_from_map(map: &[f32], mw: u32, mh: u32, sw: u32, sh: u32, p: DetPar
                 }
             }
         }
-        let (bw, bh) = ((x1 - x0 + 1) as f32, (y1 - y0 + 1) as f32);
-        if bw.min(bh) < 3.0 {
-            continue;
+        // Two lines close enough to touch in the map are one component: cut it where a row's
+        // mean probability falls far below the strongest row's (the space between lines).
+        for (ya, yb) in line_runs(map, w, x0, x1, y0, y1) {
+            if let Some(f) = grow(map, w, (x0, x1, ya, yb), sw, sh, p) {
+                out.push(f);
+            }
         }
-        let mut sum = 0.0f32;
-        for y in y0..=y1 {
-            sum += map[y * w + x0..=y * w + x1].iter().sum::<f32>();
-        }
-        let score = sum / (bw * bh);
-        if score < p.box_thresh {
-            continue;
-        }
-        let d = bw * bh * p.unclip / (2.0 * (bw + bh));
-        if (bw.min(bh) + 2.0 * d) < 5.0 {
-            continue;
-        }
-        // The map has the input's size (the padded image): its pixels are the image's.
-        let gx0 = (x0 as f32 - d).round().max(0.0) as i32;
-        let gy0 = (y0 as f32 - d).round().max(0.0) as i32;
-        let gx1 = ((x1 + 1) as f32 + d).round().min(sw as f32) as i32;
-        let gy1 = ((y1 + 1) as f32 + d).round().min(sh as f32) as i32;
-        if gx1 <= gx0 || gy1 <= gy0 {
-            continue;
-        }
-        out.push(Found {
-            rect: Bbox {
-                x: gx0,
-                y: gy0,
-                w: gx1 - gx0,
-                h: gy1 - gy0,
-            },
-            score,
-        });
     }
     out.sort_by_key(|f| (f.rect.y, f.rect.x));
     out
 }
 
+/// The runs of rows of a component (columns `x0..=x1`, rows `y0..=y1`) that hold text: rows
+/// whose mean probability reaches 40 % of the strongest row's. One run for a single line.
+fn line_runs(
+    map: &[f32],
+    w: usize,
+    x0: usize,
+    x1: usize,
+    y0: usize,
+    y1: usize,
+) -> Vec<(usize, usize)> {
+    let n = (x1 - x0 + 1) as f32;
+    let mean: Vec<f32> = (y0..=y1)
+        .map(|y| map[y * w + x0..=y * w + x1].iter().sum::<f32>() / n)
+        .collect();
+    let peak = mean.iter().cloned().fold(0.0f32, f32::max);
+    let mut runs = Vec::new();
+    let mut start = None;
+    for (i, &m) in mean.iter().enumerate() {
+        match (m >= 0.4 * peak, start) {
+            (true, None) => start = Some(i),
+            (false, Some(a)) => {
+                runs.push((y0 + a, y0 + i - 1));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(a) = start {
+        runs.push((y0 + a, y1));
+    }
+    if runs.len() < 2 {
+        return vec![(y0, y1)];
+    }
+    runs
+}
+
+/// One line's box (columns `x0..=x1`, rows `ya..=yb` of the map): trimmed to the columns with
+/// text in those rows, kept when its mean probability reaches `box_thresh`, grown by DB's
+/// unclip distance, in the `sw`×`sh` image's pixels.
+fn grow(
+    map: &[f32],
+    w: usize,
+    (x0, x1, ya, yb): (usize, usize, usize, usize),
+    sw: u32,
+    sh: u32,
+    p: DetParams,
+) -> Option<Found> {
+    let col_on = |x: usize| (ya..=yb).any(|y| map[y * w + x] > p.thresh);
+    let x0 = (x0..=x1).find(|&x| col_on(x))?;
+    let x1 = (x0..=x1).rev().find(|&x| col_on(x))?;
+    let (bw, bh) = ((x1 - x0 + 1) as f32, (yb - ya + 1) as f32);
+    if bw.min(bh) < 3.0 {
+        return None;
+    }
+    let mut sum = 0.0f32;
+    for y in ya..=yb {
+        sum += map[y * w + x0..=y * w + x1].iter().sum::<f32>();
+    }
+    let score = sum / (bw * bh);
+    if score < p.box_thresh {
+        return None;
+    }
+    let d = bw * bh * p.unclip / (2.0 * (bw + bh));
+    if bw.min(bh) + 2.0 * d < 5.0 {
+        return None;
+    }
+    // The map has the input's size (the padded image): its pixels are the image's.
+    let gx0 = (x0 as f32 - d).round().max(0.0) as i32;
+    let gy0 = (ya as f32 - d).round().max(0.0) as i32;
+    let gx1 = ((x1 + 1) as f32 + d).round().min(sw as f32) as i32;
+    let gy1 = ((yb + 1) as f32 + d).round().min(sh as f32) as i32;
+    (gx1 > gx0 && gy1 > gy0).then_some(Found {
+        rect: Bbox {
+            x: gx0,
+            y: gy0,
+            w: gx1 - gx0,
+            h: gy1 - gy0,
+        },
+        score,
+    })
+}
+
 /// Greedy CTC: the likeliest class per step, repeats merged, blanks (class 0) dropped. The
-/// score is the mean probability of the kept steps; `at` holds each character's step (the
-/// caller turns steps into pixels).
+/// score is the mean probability of the kept steps.
 pub fn ctc_decode(probs: &[f32], steps: usize, classes: usize, chars: &[String]) -> Read {
     let mut text = String::new();
-    let mut at = Vec::new();
+    let mut n = 0usize;
     let mut sum = 0.0f32;
     let mut prev = 0usize;
     for t in 0..steps {
@@ -401,66 +447,118 @@ pub fn ctc_decode(probs: &[f32], steps: usize, classes: usize, chars: &[String])
             );
         if best != 0 && best != prev {
             if let Some(c) = chars.get(best) {
-                for ch in c.chars() {
-                    text.push(ch);
-                    at.push(t as f32);
-                }
+                text.push_str(c);
+                n += 1;
                 sum += p;
             }
         }
         prev = best;
     }
-    let n = at.len();
     Read {
         text,
         score: if n == 0 { 0.0 } else { sum / n as f32 },
-        at,
     }
 }
 
-/// Cut a read box into labels where its characters stand further apart than `gap` × the box's
-/// height (two labels the detector joined, "Edit  View"): each piece's text (trimmed) and its
-/// horizontal extent as fractions of the box's width.
-pub fn split_at_gaps(read: &Read, box_w: f32, box_h: f32, gap: f32) -> Vec<(String, f32, f32)> {
-    let chars: Vec<char> = read.text.chars().collect();
-    if chars.is_empty() || chars.len() != read.at.len() {
-        return vec![(read.text.trim().to_string(), 0.0, 1.0)];
+/// A detector's box as labels: its ink (the pixels that differ from the box's border colour)
+/// split into lines where whole rows are empty, and each line into labels where whole columns
+/// are empty for more than `gap` × the line's ink height (a word space is about a third of it;
+/// two labels the detector joined, "Data file   Osaka", stand an em or more apart). Each piece
+/// keeps a margin of a fifth of its height, as the recogniser was trained with. Pure.
+pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gap: f32) -> Vec<Bbox> {
+    let (bw, bh) = (b.w as usize, b.h as usize);
+    if bw < 2 || bh < 2 {
+        return vec![b];
     }
-    let mut out = Vec::new();
-    let mut start = 0;
-    let step = |a: usize, b: usize| (read.at[b] - read.at[a]) * box_w;
-    // The typical distance between neighbouring characters of the box.
-    let mut d: Vec<f32> = (1..chars.len()).map(|i| step(i - 1, i)).collect();
-    d.sort_by(|a, b| a.total_cmp(b));
-    let typical = d.get(d.len() / 2).copied().unwrap_or(box_h);
-    for i in 1..=chars.len() {
-        let cut = i == chars.len() || {
-            let g = step(i - 1, i);
-            chars[i - 1] == ' ' && g > gap * box_h && g > 2.5 * typical
-                || chars[i] == ' '
-                    && i + 1 < chars.len()
-                    && step(i - 1, i + 1) > gap * box_h + typical
-        };
-        if cut {
-            let piece: String = chars[start..i].iter().collect();
-            let t = piece.trim();
-            if !t.is_empty() {
-                let lo = if start == 0 {
-                    0.0
-                } else {
-                    (read.at[start] - 0.5 * typical / box_w).max(0.0)
-                };
-                let hi = if i == chars.len() {
-                    1.0
-                } else {
-                    (read.at[i - 1] + 0.5 * typical / box_w).min(1.0)
-                };
-                out.push((t.to_string(), lo, hi));
-            }
-            start = i;
+    let px = |x: usize, y: usize| {
+        let at = ((b.y as usize + y) * width as usize + b.x as usize + x) * 4;
+        [rgba[at], rgba[at + 1], rgba[at + 2]]
+    };
+    // The border's most common colour is the fill the text is drawn on.
+    let mut counts: std::collections::HashMap<[u8; 3], usize> = std::collections::HashMap::new();
+    for x in 0..bw {
+        *counts.entry(px(x, 0)).or_default() += 1;
+        *counts.entry(px(x, bh - 1)).or_default() += 1;
+    }
+    for y in 0..bh {
+        *counts.entry(px(0, y)).or_default() += 1;
+        *counts.entry(px(bw - 1, y)).or_default() += 1;
+    }
+    let fill = counts
+        .into_iter()
+        .max_by_key(|(c, n)| (*n, *c))
+        .map(|(c, _)| c)
+        .expect("a box has a border");
+    let diff = |c: [u8; 3]| (0..3).map(|i| c[i].abs_diff(fill[i])).max().unwrap_or(0);
+    let mut strongest = 0u8;
+    for y in 0..bh {
+        for x in 0..bw {
+            strongest = strongest.max(diff(px(x, y)));
         }
     }
-    out
+    if strongest < 16 {
+        return vec![b];
+    }
+    let cut = (strongest as f32 * 0.35).max(12.0) as u8;
+    let ink: Vec<bool> = (0..bh)
+        .flat_map(|y| (0..bw).map(move |x| (x, y)))
+        .map(|(x, y)| diff(px(x, y)) >= cut)
+        .collect();
+    let runs = |on: &dyn Fn(usize) -> bool, n: usize, min_gap: usize| -> Vec<(usize, usize)> {
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        let mut i = 0;
+        while i < n {
+            if !on(i) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < n && on(i) {
+                i += 1;
+            }
+            match out.last_mut() {
+                Some(last) if start - last.1 < min_gap => last.1 = i,
+                _ => out.push((start, i)),
+            }
+        }
+        out
+    };
+    let row_on = |y: usize| ink[y * bw..(y + 1) * bw].iter().any(|&v| v);
+    let lines = runs(&row_on, bh, 1);
+    let mut out = Vec::new();
+    for (y0, y1) in lines {
+        let lh = y1 - y0;
+        if lh < 3 {
+            continue;
+        }
+        let col_on = |x: usize| (y0..y1).any(|y| ink[y * bw + x]);
+        let min_gap = ((gap * lh as f32).round() as usize).max(4);
+        for (x0, x1) in runs(&col_on, bw, min_gap) {
+            let m = ((lh as f32) * 0.2).ceil() as i32 + 1;
+            let r = Bbox {
+                x: b.x + x0 as i32 - m,
+                y: b.y + y0 as i32 - m,
+                w: (x1 - x0) as i32 + 2 * m,
+                h: lh as i32 + 2 * m,
+            };
+            // Within the detector's box (its own margin is the fill).
+            let x = r.x.max(b.x);
+            let y = r.y.max(b.y);
+            let right = r.right().min(b.right());
+            let bottom = r.bottom().min(b.bottom());
+            out.push(Bbox {
+                x,
+                y,
+                w: right - x,
+                h: bottom - y,
+            });
+        }
+    }
+    if out.is_empty() {
+        vec![b]
+    } else {
+        out
+    }
 }
 
 #[cfg(test)]
@@ -478,7 +576,6 @@ mod tests {
         }
         let r = ctc_decode(&probs, seq.len(), 4, &chars);
         assert_eq!(r.text, "aabb");
-        assert_eq!(r.at, vec![0.0, 3.0, 4.0, 7.0]);
         assert!((r.score - 0.9).abs() < 1e-6);
     }
 
@@ -506,26 +603,67 @@ mod tests {
         assert!(boxes_from_map(&weak, w, h, w, h, DetParams::default()).is_empty());
     }
 
+    /// A white box with dark "glyphs": 6 px wide, 10 px tall, at the given x positions, on a
+    /// row starting at y.
+    fn drawn(w: u32, h: u32, glyphs: &[(i32, i32)]) -> Vec<u8> {
+        let mut img = vec![255u8; (w * h * 4) as usize];
+        for &(gx, gy) in glyphs {
+            for y in gy..gy + 10 {
+                for x in gx..gx + 6 {
+                    let at = ((y as u32 * w + x as u32) * 4) as usize;
+                    img[at..at + 3].copy_from_slice(&[30, 30, 30]);
+                }
+            }
+        }
+        img
+    }
+
     #[test]
-    fn a_wide_gap_between_words_cuts_a_box_into_labels() {
-        // "Edit   View": characters 10 px apart, the gap 60 px, in a 200 × 20 box.
-        let text = "Edit View";
-        let xs = [5.0, 15.0, 25.0, 35.0, 70.0, 105.0, 115.0, 125.0, 135.0];
-        let r = Read {
-            text: text.into(),
-            score: 0.9,
-            at: xs.iter().map(|x| x / 200.0).collect(),
+    fn a_box_is_cut_into_labels_at_wide_gaps_and_into_lines_at_empty_rows() {
+        let b = Bbox {
+            x: 0,
+            y: 0,
+            w: 200,
+            h: 40,
         };
-        let parts = split_at_gaps(&r, 200.0, 20.0, 1.2);
-        let names: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
-        assert_eq!(names, ["Edit", "View"]);
-        // Words one space apart stay one label.
-        let xs = [5.0, 15.0, 25.0, 35.0, 45.0, 55.0, 65.0, 75.0, 85.0];
-        let r = Read {
-            text: text.into(),
-            score: 0.9,
-            at: xs.iter().map(|x| x / 200.0).collect(),
-        };
-        assert_eq!(split_at_gaps(&r, 200.0, 20.0, 1.2).len(), 1);
+        // "Data file" (glyphs 2 px apart, a 4 px word space) then "Osaka" 20 px further.
+        let mut g: Vec<(i32, i32)> = (0..4).map(|i| (4 + i * 8, 5)).collect();
+        g.extend((0..4).map(|i| (40 + i * 8, 5)));
+        g.extend((0..5).map(|i| (92 + i * 8, 5)));
+        let img = drawn(200, 40, &g);
+        let parts = labels_in(&img, 200, b, 0.8);
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        assert!(parts[0].right() <= 92 && parts[1].x >= 72, "{parts:?}");
+        // The same words 4 px apart throughout: one label.
+        let g: Vec<(i32, i32)> = (0..12).map(|i| (4 + i * 10, 5)).collect();
+        assert_eq!(labels_in(&drawn(200, 40, &g), 200, b, 0.8).len(), 1);
+        // Two lines, one empty row between them: two labels, one above the other.
+        let mut g: Vec<(i32, i32)> = (0..6).map(|i| (4 + i * 8, 4)).collect();
+        g.extend((0..6).map(|i| (4 + i * 8, 16)));
+        let parts = labels_in(&drawn(200, 40, &g), 200, b, 0.8);
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        assert!(parts[0].y < parts[1].y);
+        // A flat box is left as it is.
+        assert_eq!(labels_in(&drawn(200, 40, &[]), 200, b, 0.8), vec![b]);
+    }
+
+    #[test]
+    fn two_lines_touching_in_the_map_are_two_boxes() {
+        // Two 60×8 lines at rows 4..12 and 14..22, joined by a weak row of 0.35 between them.
+        let (w, h) = (80u32, 28u32);
+        let mut map = vec![0.0f32; (w * h) as usize];
+        for y in (4..12).chain(14..22) {
+            for x in 10..70 {
+                map[(y * w + x) as usize] = 0.9;
+            }
+        }
+        for y in 12..14 {
+            for x in 10..14 {
+                map[(y * w + x) as usize] = 0.35;
+            }
+        }
+        let f = boxes_from_map(&map, w, h, w, h, DetParams::default());
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert!(f[0].rect.bottom() <= f[1].rect.bottom() && f[0].rect.y < f[1].rect.y);
     }
 }

@@ -77,6 +77,7 @@ struct Part {
     all: Score,
     kinds: BTreeMap<&'static str, Score>,
     cold: Vec<f64>,
+    detect: Vec<f64>,
     incr: Vec<f64>,
     images: usize,
 }
@@ -241,9 +242,17 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
         let rss0 = rss_mb();
         let t = Instant::now();
         let mut p = Perceiver::new(engine::default_workers())?;
-        if reader == "learned" {
+        // "learned@0.8": the learned reader with another gap between labels (ink heights).
+        let (kind, gap) = match reader.split_once('@') {
+            Some((k, g)) => (k, Some(g.parse::<f32>().context("learned@GAP")?)),
+            None => (reader.as_str(), None),
+        };
+        if kind == "learned" {
             let models = std::env::var_os("VOXDESK_MODELS_DIR").map(PathBuf::from);
             p.use_learned(models.as_deref(), engine::default_workers())?;
+            if let Some(g) = gap {
+                p.set_label_gap(g);
+            }
         } else {
             anyhow::ensure!(
                 reader == "tesseract",
@@ -269,6 +278,7 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
                 .collect();
             let part = by.entry(img.split.clone()).or_default();
             part.cold.push(r.timings.total_ms);
+            part.detect.push(r.timings.detect_ms);
             part.add(&img.gt, &found);
             if let Some(changed) = one_widget_changed(pic.as_raw(), w, &img.gt) {
                 let r = p.perceive(&changed, w, h, false)?;
@@ -325,6 +335,9 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
         }));
         out.push_str(&row("cold ms", &|p| {
             format!("{:.0}", median(&mut p.cold.clone()))
+        }));
+        out.push_str(&row("  finding ms", &|p| {
+            format!("{:.0}", median(&mut p.detect.clone()))
         }));
         out.push_str(&row("incr ms", &|p| {
             format!("{:.1}", median(&mut p.incr.clone()))
