@@ -49,6 +49,12 @@ impl Learned {
         self.cache.clear();
     }
 
+    /// The scale the detector sees the frame at (1: as captured).
+    pub fn set_detect_scale(&mut self, scale: f32) {
+        self.ocr.params.scale = scale;
+        self.cache.clear();
+    }
+
     /// Labels in `regions` of the frame whose box touches a `dirty` rectangle, and how many
     /// boxes had to be read (the rest came from the cache).
     pub fn read(

@@ -128,6 +128,13 @@ impl Perceiver {
         }
     }
 
+    /// The scale the learned detector sees frames at (for the benchmark that chooses it).
+    pub fn set_detect_scale(&mut self, scale: f32) {
+        if let Some(l) = &mut self.learned {
+            l.set_detect_scale(scale);
+        }
+    }
+
     /// Which reader finds and reads the labels: "learned" or "tesseract".
     pub fn reader(&self) -> &'static str {
         if self.learned.is_some() {

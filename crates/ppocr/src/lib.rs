@@ -39,6 +39,8 @@ pub struct DetParams {
     pub box_thresh: f32,
     /// DB's unclip ratio: boxes grow by area × ratio / perimeter.
     pub unclip: f32,
+    /// The frame is scaled by this before the detector sees it (at most to [`DET_MAX_SIDE`]).
+    pub scale: f32,
 }
 
 impl Default for DetParams {
@@ -47,6 +49,7 @@ impl Default for DetParams {
             thresh: 0.3,
             box_thresh: 0.5,
             unclip: 1.6,
+            scale: 1.0,
         }
     }
 }
@@ -149,7 +152,7 @@ impl Ocr {
     ) -> Result<Vec<Found>, OcrError> {
         let r = clip(region, width, height)
             .ok_or_else(|| OcrError::Image(format!("no region {region:?} in {width}x{height}")))?;
-        let scale = (DET_MAX_SIDE as f32 / r.w.max(r.h) as f32).min(1.0);
+        let scale = (DET_MAX_SIDE as f32 / r.w.max(r.h) as f32).min(self.params.scale);
         let sw = ((r.w as f32 * scale).round() as u32).max(1);
         let sh = ((r.h as f32 * scale).round() as u32).max(1);
         let (iw, ih) = (
@@ -157,7 +160,7 @@ impl Ocr {
             sh.div_ceil(DET_ALIGN) * DET_ALIGN,
         );
         let crop = crop_rgb(rgba, width, r);
-        let img = if scale < 1.0 {
+        let img = if scale != 1.0 {
             image::imageops::resize(&crop, sw, sh, image::imageops::FilterType::Triangle)
         } else {
             crop
@@ -176,6 +179,11 @@ impl Ocr {
         let name = self.det.inputs()[0].name().to_string();
         let out = self.det.run(ort::inputs![name => t]).map_err(run_err)?;
         let (shape, map) = out[0].try_extract_tensor::<f32>().map_err(run_err)?;
+        if shape.len() != 4 || map.len() != (shape[2] * shape[3]) as usize {
+            return Err(OcrError::Run(format!(
+                "the detector gave a map of shape {shape:?}"
+            )));
+        }
         let (mh, mw) = (shape[2] as u32, shape[3] as u32);
         let found = boxes_from_map(map, mw, mh, sw, sh, self.params);
         Ok(found
@@ -232,7 +240,7 @@ impl Ocr {
                 .filter_map(|&i| scaled[i].as_ref().map(|s| s.width()))
                 .max()
                 .unwrap_or(8)
-                .max(REC_H * 320 / 48);
+                .next_multiple_of(8);
             let plane = (REC_H * widest) as usize;
             let mut input = vec![0.0f32; batch.len() * 3 * plane];
             for (k, &i) in batch.iter().enumerate() {
@@ -250,6 +258,14 @@ impl Ocr {
             let name = self.rec.inputs()[0].name().to_string();
             let res = self.rec.run(ort::inputs![name => t]).map_err(run_err)?;
             let (shape, probs) = res[0].try_extract_tensor::<f32>().map_err(run_err)?;
+            if shape.len() != 3
+                || shape[0] as usize != batch.len()
+                || probs.len() != (shape[0] * shape[1] * shape[2]) as usize
+            {
+                return Err(OcrError::Run(format!(
+                    "the recogniser gave an output of shape {shape:?}"
+                )));
+            }
             let (steps, classes) = (shape[1] as usize, shape[2] as usize);
             for (k, &i) in batch.iter().enumerate() {
                 let p = &probs[k * steps * classes..(k + 1) * steps * classes];

@@ -242,16 +242,25 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
         let rss0 = rss_mb();
         let t = Instant::now();
         let mut p = Perceiver::new(engine::default_workers())?;
-        // "learned@0.8": the learned reader with another gap between labels (ink heights).
-        let (kind, gap) = match reader.split_once('@') {
-            Some((k, g)) => (k, Some(g.parse::<f32>().context("learned@GAP")?)),
-            None => (reader.as_str(), None),
+        // "learned@0.8@0.75": the learned reader with another gap between labels (ink heights)
+        // and another scale for the detector.
+        let mut knobs = reader.split('@');
+        let kind = knobs.next().unwrap_or_default();
+        let mut num = || -> Result<Option<f32>> {
+            knobs
+                .next()
+                .map(|g| g.parse::<f32>().context("learned@GAP@SCALE"))
+                .transpose()
         };
+        let (gap, scale) = (num()?, num()?);
         if kind == "learned" {
             let models = std::env::var_os("VOXDESK_MODELS_DIR").map(PathBuf::from);
             p.use_learned(models.as_deref(), engine::default_workers())?;
             if let Some(g) = gap {
                 p.set_label_gap(g);
+            }
+            if let Some(s) = scale {
+                p.set_detect_scale(s);
             }
         } else {
             anyhow::ensure!(
