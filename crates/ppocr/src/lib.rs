@@ -11,7 +11,7 @@
 //!
 //! The character set is the recogniser's own metadata (`character`), as RapidOCR reads it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use voxdesk_onnx::ort;
 use voxdesk_onnx::ort::session::Session;
@@ -123,7 +123,15 @@ impl Ocr {
             .custom("character")
             .ok_or_else(|| OcrError::Run(format!("{}: no character list", rec_path.display())))?;
         let mut chars = vec![String::new()];
-        chars.extend(list.lines().map(str::to_string));
+        // The list is Chinese and English: voxdesk reads English screens, where a CJK
+        // character is always a misreading ("+" read as "十"): those classes are never chosen.
+        chars.extend(list.lines().map(|c| {
+            if c.chars().any(east_asian) {
+                String::new()
+            } else {
+                c.to_string()
+            }
+        }));
         chars.push(" ".into());
         Ok(Ocr {
             det,
@@ -131,15 +139,6 @@ impl Ocr {
             chars,
             params: DetParams::default(),
         })
-    }
-
-    /// Files the models need under `models` (for `voxdesk doctor`).
-    pub fn files(models: &Path) -> Vec<PathBuf> {
-        vec![
-            models.join(voxdesk_onnx::RUNTIME),
-            models.join(DET),
-            models.join(REC),
-        ]
     }
 
     /// Text boxes in `region` of an RGBA frame, in the frame's pixels.
@@ -447,8 +446,14 @@ fn grow(
     })
 }
 
-/// Greedy CTC: the likeliest class per step, repeats merged, blanks (class 0) dropped. The
-/// score is the mean probability of the kept steps.
+/// Han, kana, Hangul and full-width forms: scripts an English screen does not show.
+pub fn east_asian(c: char) -> bool {
+    matches!(c as u32, 0x2E80..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0xFF00..=0xFFEF)
+}
+
+/// Greedy CTC: the likeliest class per step among those `chars` names (an empty entry past the
+/// blank is never chosen), repeats merged, blanks (class 0) dropped. The score is the mean
+/// probability of the kept steps.
 pub fn ctc_decode(probs: &[f32], steps: usize, classes: usize, chars: &[String]) -> Read {
     let mut text = String::new();
     let mut n = 0usize;
@@ -456,11 +461,11 @@ pub fn ctc_decode(probs: &[f32], steps: usize, classes: usize, chars: &[String])
     let mut prev = 0usize;
     for t in 0..steps {
         let row = &probs[t * classes..(t + 1) * classes];
-        let (best, p) =
-            row.iter().enumerate().fold(
-                (0usize, f32::MIN),
-                |b, (i, &v)| if v > b.1 { (i, v) } else { b },
-            );
+        let usable = |i: usize| i == 0 || chars.get(i).is_some_and(|c| !c.is_empty());
+        let (best, p) = row.iter().enumerate().filter(|&(i, _)| usable(i)).fold(
+            (0usize, f32::MIN),
+            |b, (i, &v)| if v > b.1 { (i, v) } else { b },
+        );
         if best != 0 && best != prev {
             if let Some(c) = chars.get(best) {
                 text.push_str(c);
@@ -592,6 +597,12 @@ mod tests {
         }
         let r = ctc_decode(&probs, seq.len(), 4, &chars);
         assert_eq!(r.text, "aabb");
+        // A class with no usable character ("十" on an English screen) is never chosen: the
+        // step goes to the likeliest usable one.
+        let chars: Vec<String> = ["", "+", "", " "].iter().map(|s| s.to_string()).collect();
+        let probs = [0.05, 0.3, 0.6, 0.05];
+        assert_eq!(ctc_decode(&probs, 1, 4, &chars).text, "+");
+        assert!(east_asian('十') && !east_asian('+') && !east_asian('×') && !east_asian('π'));
         assert!((r.score - 0.9).abs() < 1e-6);
     }
 
