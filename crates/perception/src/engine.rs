@@ -245,6 +245,10 @@ impl EnginePool {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(EnginePool { engines })
     }
+    /// Stop all but the first `n` engines (at least one), and free their memory.
+    pub fn keep(&mut self, n: usize) {
+        self.engines.truncate(n.max(1));
+    }
     pub fn len(&self) -> usize {
         self.engines.len()
     }

@@ -114,6 +114,8 @@ impl Perceiver {
         let dir = voxdesk_ppocr::models_dir(models)
             .ok_or_else(|| EngineError::Learned("no models directory (set models.dir)".into()))?;
         self.learned = Some(learned::Learned::load(&dir, threads)?);
+        // Tesseract now only reads typed text back (`read_line`): one engine is enough.
+        self.pool.keep(1);
         self.cache.clear();
         self.prev = None;
         Ok(())
@@ -221,18 +223,33 @@ impl Perceiver {
         };
         let mut strips_read = 0;
         if !dirty.is_empty() {
-            let regions = if full {
-                vec![frame_rect]
-            } else {
-                tiles::bands(&dirty, width, height)
-            };
-            let fresh = if let Some(learned) = &mut self.learned {
-                let (fresh, n, detect_ms) = learned.read(rgba, width, height, &regions, &dirty)?;
+            if let Some(learned) = &mut self.learned {
+                let t = Instant::now();
+                let prev = self.prev.as_ref().map(|(_, _, p)| &p[..]);
+                let (fresh, zones, n, detect_ms) = match (prev, full) {
+                    (Some(prev), false) => {
+                        let changed = tiles::changed_boxes(prev, rgba, width, &dirty, 16);
+                        learned.read_changes(rgba, width, height, &changed, &self.labels)?
+                    }
+                    _ => {
+                        let (fresh, n, ms) = learned.read(rgba, width, height)?;
+                        (fresh, vec![frame_rect], n, ms)
+                    }
+                };
                 strips_read = n;
                 timings.detect_ms = detect_ms;
-                timings.ocr_ms = ms(t_diff, Instant::now()) - detect_ms;
-                fresh
+                timings.ocr_ms = ms(t, Instant::now()) - detect_ms;
+                self.labels = if full {
+                    fresh
+                } else {
+                    tiles::merge(&self.labels, fresh, &zones, |l| l.rect)
+                };
             } else {
+                let regions = if full {
+                    vec![frame_rect]
+                } else {
+                    tiles::bands(&dirty, width, height)
+                };
                 let mut lines = Vec::new();
                 for r in regions {
                     lines.extend(lines::find_lines(rgba, width, height, r));
@@ -251,13 +268,12 @@ impl Perceiver {
                 )?;
                 strips_read = n;
                 timings.ocr_ms = ms(t_detect, Instant::now());
-                fresh
-            };
-            self.labels = if full {
-                fresh
-            } else {
-                tiles::merge(&self.labels, fresh, &dirty, |l| l.rect)
-            };
+                self.labels = if full {
+                    fresh
+                } else {
+                    tiles::merge(&self.labels, fresh, &dirty, |l| l.rect)
+                };
+            }
         }
         let tree_gen = tree.as_ref().map(|t| t.generation);
         if !dirty.is_empty() || tree_gen != self.fused_with {

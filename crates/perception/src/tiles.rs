@@ -128,6 +128,94 @@ pub fn content(rgba: &[u8], width: u32, height: u32, region: Rect) -> Vec<Rect> 
         .collect()
 }
 
+/// `region` cut into windows of rows of at most about `max_area` pixels, for a reader whose
+/// working memory grows with what it looks at. Each window overlaps the next by `overlap` rows
+/// and owns the rows up to the middle of each overlap: a line of text less than `overlap` tall
+/// lies whole in the window that owns its middle. One window when the region is small. Pure.
+pub fn windows(region: Rect, max_area: i32, overlap: i32) -> Vec<(Rect, std::ops::Range<i32>)> {
+    let rows = (max_area / region.w.max(1)).max(2 * overlap);
+    if region.h <= rows {
+        return vec![(region, region.y..region.bottom())];
+    }
+    let step = rows - overlap;
+    let mut out = Vec::new();
+    let mut y = region.y;
+    loop {
+        let end = (y + rows).min(region.bottom());
+        let own_from = if y == region.y { y } else { y + overlap / 2 };
+        let last = end == region.bottom();
+        let own_to = if last {
+            end
+        } else {
+            end - overlap + overlap / 2
+        };
+        out.push((Rect::new(region.x, y, region.w, end - y), own_from..own_to));
+        if last {
+            return out;
+        }
+        y += step;
+    }
+}
+
+/// Where pixels changed, tighter than the tiles: within each dirty tile the box of the pixels
+/// that differ, and boxes that come within `join` pixels of each other made one. Pure.
+pub fn changed_boxes(prev: &[u8], cur: &[u8], width: u32, dirty: &[Rect], join: i32) -> Vec<Rect> {
+    let stride = width as usize * 4;
+    let mut boxes: Vec<Rect> = dirty
+        .iter()
+        .filter_map(|t| {
+            let (mut x0, mut y0, mut x1, mut y1) = (i32::MAX, i32::MAX, i32::MIN, i32::MIN);
+            for y in t.y..t.bottom() {
+                let at = y as usize * stride + t.x as usize * 4;
+                let (a, b) = (
+                    &prev[at..at + t.w as usize * 4],
+                    &cur[at..at + t.w as usize * 4],
+                );
+                if a == b {
+                    continue;
+                }
+                let first = a
+                    .chunks_exact(4)
+                    .zip(b.chunks_exact(4))
+                    .position(|(p, q)| p != q);
+                let last = a
+                    .chunks_exact(4)
+                    .zip(b.chunks_exact(4))
+                    .rposition(|(p, q)| p != q);
+                if let (Some(f), Some(l)) = (first, last) {
+                    x0 = x0.min(t.x + f as i32);
+                    x1 = x1.max(t.x + l as i32 + 1);
+                    y0 = y0.min(y);
+                    y1 = y1.max(y + 1);
+                }
+            }
+            (x1 > x0).then(|| Rect::new(x0, y0, x1 - x0, y1 - y0))
+        })
+        .collect();
+    // Join boxes that come close, until none do.
+    let near = |a: &Rect, b: &Rect| grow(a, join).intersects(b);
+    let mut merged = true;
+    while merged {
+        merged = false;
+        'outer: for i in 0..boxes.len() {
+            for j in i + 1..boxes.len() {
+                if near(&boxes[i], &boxes[j]) {
+                    let b = boxes.swap_remove(j);
+                    boxes[i] = boxes[i].union(&b);
+                    merged = true;
+                    break 'outer;
+                }
+            }
+        }
+    }
+    boxes
+}
+
+/// `r` grown by `by` pixels on every side.
+pub fn grow(r: &Rect, by: i32) -> Rect {
+    Rect::new(r.x - by, r.y - by, r.w + 2 * by, r.h + 2 * by)
+}
+
 /// Does `r` touch any dirty tile?
 pub fn touches(r: &Rect, dirty: &[Rect]) -> bool {
     dirty.iter().any(|d| d.intersects(r))
@@ -211,6 +299,52 @@ mod tests {
             bands(&d, 1920, 700),
             vec![Rect::new(0, 0, 1920, 304), Rect::new(0, 592, 1920, 108)]
         );
+    }
+
+    #[test]
+    fn changed_boxes_are_tight_and_join_when_close() {
+        let (w, h) = (300u32, 300u32);
+        let a = vec![0u8; (w * h * 4) as usize];
+        let mut b = a.clone();
+        let mut set = |x: u32, y: u32| b[((y * w + x) * 4 + 1) as usize] = 9;
+        // One change across the edge of two tiles, one far away.
+        for x in 120..140 {
+            set(x, 10);
+            set(x, 14);
+        }
+        set(280, 250);
+        let dirty = changed_tiles(&a, &b, w, h);
+        assert_eq!(dirty.len(), 3);
+        let mut boxes = changed_boxes(&a, &b, w, &dirty, 4);
+        boxes.sort_by_key(|r| r.x);
+        assert_eq!(
+            boxes,
+            vec![Rect::new(120, 10, 20, 5), Rect::new(280, 250, 1, 1)]
+        );
+        // Far enough apart, two boxes stay two; nothing changed, no box.
+        assert_eq!(changed_boxes(&a, &b, w, &dirty, 240).len(), 1);
+        assert!(changed_boxes(&a, &a, w, &dirty, 4).is_empty());
+    }
+
+    #[test]
+    fn windows_own_every_row_once_and_overlap() {
+        let r = Rect::new(10, 100, 1000, 1000);
+        assert_eq!(windows(r, 2_000_000, 64), vec![(r, 100..1100)]);
+        let w = windows(r, 300_000, 64);
+        assert!(w.len() > 1);
+        assert!(w.iter().all(|(win, _)| win.w == 1000 && win.h <= 300));
+        // The owned rows tile the region exactly, each inside its window with the overlap's
+        // half to spare on every inner side.
+        let mut y = 100;
+        for (win, own) in &w {
+            assert_eq!(own.start, y);
+            assert!(own.start >= win.y && own.end <= win.bottom());
+            y = own.end;
+        }
+        assert_eq!(y, 1100);
+        for pair in w.windows(2) {
+            assert_eq!(pair[0].0.bottom() - pair[1].0.y, 64);
+        }
     }
 
     proptest! {

@@ -185,6 +185,8 @@ impl Ocr {
         }
         let (mh, mw) = (shape[2] as u32, shape[3] as u32);
         let found = boxes_from_map(map, mw, mh, sw, sh, self.params);
+        drop(out);
+        give_back();
         Ok(found
             .into_iter()
             .map(|f| Found {
@@ -233,7 +235,23 @@ impl Ocr {
             .collect();
         let mut order: Vec<usize> = (0..boxes.len()).filter(|&i| scaled[i].is_some()).collect();
         order.sort_by_key(|&i| scaled[i].as_ref().map(|s| s.width()).unwrap_or(0));
-        for batch in order.chunks(REC_BATCH) {
+        // Batches of up to REC_BATCH boxes, and of at most REC_COLUMNS columns once each is
+        // padded to the widest: the recogniser's working memory grows with the padded area.
+        let mut batches: Vec<Vec<usize>> = Vec::new();
+        let mut batch: Vec<usize> = Vec::new();
+        for &i in &order {
+            let w = scaled[i].as_ref().map(|s| s.width()).unwrap_or(0);
+            if !batch.is_empty()
+                && (batch.len() == REC_BATCH || (batch.len() as u32 + 1) * w > REC_COLUMNS)
+            {
+                batches.push(std::mem::take(&mut batch));
+            }
+            batch.push(i);
+        }
+        if !batch.is_empty() {
+            batches.push(batch);
+        }
+        for batch in &batches {
             let widest = batch
                 .iter()
                 .filter_map(|&i| scaled[i].as_ref().map(|s| s.width()))
@@ -271,12 +289,24 @@ impl Ocr {
                 out[i] = ctc_decode(p, steps, classes, &self.chars);
             }
         }
+        give_back();
         Ok(out)
+    }
+}
+
+/// Hand the memory the models' large, short-lived tensors leave free back to the system.
+fn give_back() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only releases free heap memory; it has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
 /// Boxes read in one run of the recogniser.
 const REC_BATCH: usize = 8;
+/// Columns (at 48 rows) in one run of the recogniser, padding included.
+const REC_COLUMNS: u32 = 2048;
 
 /// `b` within a `width`×`height` frame, or none when nothing of it is inside.
 pub fn clip(b: Bbox, width: u32, height: u32) -> Option<Bbox> {

@@ -79,6 +79,9 @@ struct Part {
     cold: Vec<f64>,
     detect: Vec<f64>,
     incr: Vec<f64>,
+    /// Of an incremental pass: finding boxes, and reading them.
+    incr_detect: Vec<f64>,
+    incr_read: Vec<f64>,
     images: usize,
 }
 
@@ -185,17 +188,23 @@ fn images(o: &EyesOptions) -> Result<Vec<Image>> {
     Ok(out)
 }
 
-/// Resident memory of this process, in MB (Linux).
-fn rss_mb() -> f64 {
+/// Resident memory of this process now (`VmRSS`) or at its highest since [`reset_peak`]
+/// (`VmHWM`), in MB (Linux).
+fn rss_mb(field: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
         })
         .map(|kb| kb / 1024.0)
         .unwrap_or(f64::NAN)
+}
+
+/// Start the high-water mark of resident memory again from what is resident now.
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
 /// A one-widget change: the first label's box inverted (its pixels differ, nothing else does).
@@ -239,7 +248,8 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
     );
     let mut misses = String::new();
     for reader in &o.readers {
-        let rss0 = rss_mb();
+        reset_peak();
+        let rss0 = rss_mb("VmRSS:");
         let t = Instant::now();
         let mut p = Perceiver::new(engine::default_workers())?;
         // "learned@0.8@0.75": the learned reader with another gap between labels (ink heights)
@@ -270,13 +280,11 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
         }
         let start_ms = t.elapsed().as_secs_f64() * 1000.0;
         let mut by: BTreeMap<String, Part> = BTreeMap::new();
-        let mut peak = rss_mb();
         for img in &imgs {
             let pic = load_image(&img.png)?;
             let (w, h) = pic.dimensions();
             p.clear_cache();
             let r = p.perceive(pic.as_raw(), w, h, true)?;
-            peak = peak.max(rss_mb());
             let found: Vec<Found> = r
                 .targets
                 .iter()
@@ -292,6 +300,8 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
             if let Some(changed) = one_widget_changed(pic.as_raw(), w, &img.gt) {
                 let r = p.perceive(&changed, w, h, false)?;
                 part.incr.push(r.timings.total_ms);
+                part.incr_detect.push(r.timings.detect_ms);
+                part.incr_read.push(r.timings.ocr_ms);
             }
             if o.misses {
                 for (l, near) in eval::misses(&img.gt, &found) {
@@ -313,6 +323,7 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
                 }
             }
         }
+        let peak = rss_mb("VmHWM:");
         out.push_str(&format!(
             "\nreader {reader}: started in {start_ms:.0} ms, resident {:.0} MB before, {:.0} MB peak (perception's share ≈ {:.0} MB)\n",
             rss0,
@@ -350,6 +361,12 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
         }));
         out.push_str(&row("incr ms", &|p| {
             format!("{:.1}", median(&mut p.incr.clone()))
+        }));
+        out.push_str(&row("  finding ms", &|p| {
+            format!("{:.1}", median(&mut p.incr_detect.clone()))
+        }));
+        out.push_str(&row("  reading ms", &|p| {
+            format!("{:.1}", median(&mut p.incr_read.clone()))
         }));
         out.push_str(&row("images", &|p| p.images.to_string()));
     }
