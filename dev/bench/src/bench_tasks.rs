@@ -150,7 +150,7 @@ pub fn tasks(runs: usize, only: Option<&str>, driver: &str) -> Result<String> {
 }
 
 /// The run's own directory (`task_suite::workdir`), removed on drop.
-struct Work(PathBuf);
+pub(crate) struct Work(pub(crate) PathBuf);
 impl Drop for Work {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -158,7 +158,7 @@ impl Drop for Work {
 }
 
 /// The app, killed when dropped.
-struct App(Child);
+pub(crate) struct App(Child);
 impl Drop for App {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -247,7 +247,7 @@ fn titles(class: &str) -> Vec<String> {
         .collect()
 }
 
-fn start(t: &Task) -> Result<App> {
+pub(crate) fn start(t: &Task) -> Result<App> {
     let app = App(Command::new(&t.argv[0])
         .args(&t.argv[1..])
         .envs(t.env.iter().map(|(k, v)| (*k, v.as_str())))

@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_a11y;
+mod bench_apps;
 mod bench_ears;
 mod bench_eyes;
 mod bench_listen;
@@ -66,6 +67,16 @@ enum BenchCmd {
         /// Write every miss and junk target to target/bench-eyes-misses.tsv.
         #[arg(long)]
         misses: bool,
+        /// Real applications captured with truth from their accessibility tree (`voxdesk
+        /// bench apps`), reported as their own part ("apps": recall only).
+        #[arg(long)]
+        apps: Option<PathBuf>,
+    },
+    /// Capture the task suite's applications on the virtual desktop with truth from their
+    /// accessibility tree, for `eyes --apps` (run it with `cargo xtask rig -- …`).
+    Apps {
+        #[arg(long, default_value = "target/corpus-apps")]
+        out: PathBuf,
     },
     /// The loop on xcalc: overhead per step, a 4-step task end to end, memory over 100 steps
     /// (run it on a virtual desktop: it starts xcalc and clicks it).
@@ -180,6 +191,7 @@ fn run(what: BenchCmd) -> Result<()> {
                 only,
                 stride,
                 misses,
+                apps,
             } => {
                 let list = |s: &str| -> Vec<String> {
                     s.split(',')
@@ -196,8 +208,10 @@ fn run(what: BenchCmd) -> Result<()> {
                     only: list(&only),
                     stride,
                     misses,
+                    apps,
                 })?
             }
+            BenchCmd::Apps { out } => bench_apps::apps(&out)?,
             BenchCmd::Perception {
                 fixtures,
                 runs,

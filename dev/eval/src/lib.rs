@@ -123,6 +123,17 @@ pub struct GroundTruth {
     /// Boxes of non-text things (icons) — reading them as text is junk.
     #[serde(default)]
     pub icons: Vec<GtBox>,
+    /// Where the truth came from when it is not the whole page ("accessibility tree": the
+    /// elements an app exposes, not every text it draws, so text read elsewhere is no junk).
+    #[serde(default)]
+    pub truth: Option<String>,
+}
+
+impl GroundTruth {
+    /// Does the truth hold every text drawn (so text read elsewhere is junk)?
+    pub fn complete(&self) -> bool {
+        self.truth.is_none()
+    }
 }
 
 impl GtBox {
