@@ -1,4 +1,4 @@
-//! The learned reader (`perception.reader = "learned"`): PP-OCRv6 finds the text boxes in the regions to read and reads each one (`voxdesk-ppocr`), in place of the pixel rules of `lines` and Tesseract. One rule is kept on top: a box the detector joined across a wide gap is cut there into two labels. After a change the detector looks only around the changed pixels and the labels they touch, and boxes are cached by their pixels, so a one-widget change reads one box.
+//! The learned reader (`perception.reader = "learned"`): PP-OCRv6 finds the text boxes in the regions to read and reads each one (`voxdesk-ppocr`), in place of the pixel rules of `lines` and Tesseract. One rule is kept on top: a box the detector joined across a gap much wider than its line's letter spacing is cut there into two labels. After a change the detector looks only around the changed pixels and the labels they touch, and boxes are cached by their pixels, so a one-widget change reads one box.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -11,15 +11,21 @@ use crate::engine::EngineError;
 use crate::label::Label;
 
 /// The model files under the models directory.
-pub use voxdesk_ppocr::{DET as DET_FILE, REC as REC_FILE};
+pub use voxdesk_ppocr::{Gaps, DET as DET_FILE, REC as REC_FILE};
 
 /// Below this mean character probability a read is not a label (RapidOCR's `text_score`).
 pub const MIN_SCORE: f32 = 0.5;
-/// Two labels in one box: empty columns wider than this many times the line's ink height (a
-/// word space is about a third of it, a monospace space with narrow glyphs either side about
-/// one). Chosen with `voxdesk bench eyes`: 0.8 cut monospace cells ("851.1 | MB"), 1.3 read
-/// 81.1 % of train labels against 79.7 % with no cut (dev: 87.1 % and 87.3 %).
-pub const GAP: f32 = 1.3;
+/// Two labels in one box, by the empty columns between them, in the line's ink heights
+/// ([`voxdesk_ppocr::Gaps`]). Chosen with `voxdesk bench eyes` on train, dev and the real apps
+/// (stride 2, with each row's own fill): 1.3 alone (the last choice, made on the corpus) read
+/// 85.9 / 85.3 / 64.9 %: every real menu bar was one label; 1.0 alone 86.0 / 81.8 / 89.5 (it
+/// cut monospace cells, "851.1 | MB"); 1.3, or 0.9 at 5, 6.5 or 8 times the line's median gap
+/// between glyphs: 84.9 / 84.8 / 90.4, **86.4 / 86.5 / 90.4**, 86.3 / 87.7 / 81.6.
+pub const GAPS: voxdesk_ppocr::Gaps = voxdesk_ppocr::Gaps {
+    wide: 1.3,
+    near: 0.9,
+    ratio: 6.5,
+};
 /// The detector looks at most this many pixels at once: its working memory grows with them
 /// (about 250 bytes a pixel; a whole 1920×1080 frame at once held 530 MB).
 pub const DETECT_AREA: i32 = 500_000;
@@ -35,8 +41,8 @@ const CACHE_CAP: usize = 8192;
 
 pub struct Learned {
     ocr: Ocr,
-    /// Empty columns wider than this many ink heights part two labels ([`GAP`]; infinite: never).
-    pub gap: f32,
+    /// Where a line is cut into labels ([`GAPS`]).
+    pub gaps: voxdesk_ppocr::Gaps,
     /// A box's pixels → its text and confidence (none: not text).
     cache: HashMap<u64, Option<(String, f32)>>,
 }
@@ -50,7 +56,7 @@ impl Learned {
     pub fn load(models: &Path, threads: usize) -> Result<Learned, EngineError> {
         Ok(Learned {
             ocr: Ocr::load(models, threads).map_err(err)?,
-            gap: GAP,
+            gaps: GAPS,
             cache: HashMap::new(),
         })
     }
@@ -161,7 +167,7 @@ impl Learned {
                 found
                     .into_iter()
                     .filter(|f| own.contains(&(f.rect.y + f.rect.h / 2)))
-                    .flat_map(|f| voxdesk_ppocr::labels_in(rgba, width, f.rect, self.gap))
+                    .flat_map(|f| voxdesk_ppocr::labels_in(rgba, width, f.rect, self.gaps))
                     .map(rect),
             );
         }

@@ -121,11 +121,11 @@ impl Perceiver {
         Ok(())
     }
 
-    /// The learned reader's gap between two labels, in ink heights (for the benchmark that
-    /// chooses it; [`learned::GAP`] otherwise).
-    pub fn set_label_gap(&mut self, gap: f32) {
+    /// The learned reader's gaps between two labels (for the benchmark that chooses them;
+    /// [`learned::GAPS`] otherwise).
+    pub fn set_label_gaps(&mut self, gaps: learned::Gaps) {
         if let Some(l) = &mut self.learned {
-            l.gap = gap;
+            l.gaps = gaps;
             l.clear_cache();
         }
     }

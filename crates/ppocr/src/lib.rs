@@ -511,12 +511,24 @@ pub fn ctc_decode(probs: &[f32], steps: usize, classes: usize, chars: &[String])
     }
 }
 
-/// A detector's box as labels: its ink (the pixels that differ from the box's border colour)
+/// Where a line of ink is cut into labels, in its ink heights.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Gaps {
+    /// Empty columns at least this wide always part two labels.
+    pub wide: f32,
+    /// Narrower ones down to this part them too where they are `ratio` times the line's median
+    /// gap between glyphs or more: a menu bar's letters stand 1–2 px apart and its items an em
+    /// apart, while monospace letters stand 2–4 px apart and a space is one cell.
+    pub near: f32,
+    pub ratio: f32,
+}
+
+/// A detector's box as labels: its ink (the pixels that differ from their row's fill)
 /// split into lines where whole rows are empty, and each line into labels where whole columns
 /// are empty for more than `gap` × the line's ink height (a word space is about a third of it;
 /// two labels the detector joined, "Data file   Osaka", stand an em or more apart). Each piece
 /// keeps a margin of a fifth of its height, as the recogniser was trained with. Pure.
-pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gap: f32) -> Vec<Bbox> {
+pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
     let (bw, bh) = (b.w as usize, b.h as usize);
     if bw < 2 || bh < 2 {
         return vec![b];
@@ -535,16 +547,35 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gap: f32) -> Vec<Bbox> {
         *counts.entry(px(0, y)).or_default() += 1;
         *counts.entry(px(bw - 1, y)).or_default() += 1;
     }
-    let fill = counts
+    let border = counts
         .into_iter()
         .max_by_key(|(c, n)| (*n, *c))
         .map(|(c, _)| c)
         .expect("a box has a border");
-    let diff = |c: [u8; 3]| (0..3).map(|i| c[i].abs_diff(fill[i])).max().unwrap_or(0);
+    // Each row's own fill: its most common colour when that covers most of the row (a box the
+    // detector drew across a title bar and the menu under it spans two fills; a vertical
+    // gradient changes its fill row by row), else the border's.
+    let fills: Vec<[u8; 3]> = (0..bh)
+        .map(|y| {
+            let mut counts: std::collections::HashMap<[u8; 3], usize> =
+                std::collections::HashMap::new();
+            for x in 0..bw {
+                *counts.entry(px(x, y)).or_default() += 1;
+            }
+            match counts.into_iter().max_by_key(|(c, n)| (*n, *c)) {
+                Some((c, n)) if n * 2 > bw => c,
+                _ => border,
+            }
+        })
+        .collect();
+    let diff = |c: [u8; 3], y: usize| {
+        let f = fills[y];
+        (0..3).map(|i| c[i].abs_diff(f[i])).max().unwrap_or(0)
+    };
     let mut strongest = 0u8;
     for y in 0..bh {
         for x in 0..bw {
-            strongest = strongest.max(diff(px(x, y)));
+            strongest = strongest.max(diff(px(x, y), y));
         }
     }
     if strongest < 16 {
@@ -553,7 +584,7 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gap: f32) -> Vec<Bbox> {
     let cut = (strongest as f32 * 0.35).max(12.0) as u8;
     let ink: Vec<bool> = (0..bh)
         .flat_map(|y| (0..bw).map(move |x| (x, y)))
-        .map(|(x, y)| diff(px(x, y)) >= cut)
+        .map(|(x, y)| diff(px(x, y), y) >= cut)
         .collect();
     let runs = |on: &dyn Fn(usize) -> bool, n: usize, min_gap: usize| -> Vec<(usize, usize)> {
         let mut out: Vec<(usize, usize)> = Vec::new();
@@ -583,8 +614,25 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gap: f32) -> Vec<Bbox> {
             continue;
         }
         let col_on = |x: usize| (y0..y1).any(|y| ink[y * bw + x]);
-        let min_gap = ((gap * lh as f32).round() as usize).max(4);
-        for (x0, x1) in runs(&col_on, bw, min_gap) {
+        // The glyphs (runs of inked columns) and the gaps between them.
+        let glyphs = runs(&col_on, bw, 1);
+        let mut between: Vec<usize> = glyphs.windows(2).map(|p| p[1].0 - p[0].1).collect();
+        between.sort_unstable();
+        let median = between.get(between.len() / 2).copied().unwrap_or(1).max(1);
+        let h = lh as f32;
+        let cut_at = |g: usize| {
+            let g = g as f32;
+            g >= (gaps.wide * h).max(4.0)
+                || (g >= (gaps.near * h).max(4.0) && g >= gaps.ratio * median as f32)
+        };
+        let mut labels: Vec<(usize, usize)> = Vec::new();
+        for (x0, x1) in glyphs {
+            match labels.last_mut() {
+                Some(last) if !cut_at(x0 - last.1) => last.1 = x1,
+                _ => labels.push((x0, x1)),
+            }
+        }
+        for (x0, x1) in labels {
             let m = ((lh as f32) * 0.2).ceil() as i32 + 1;
             let r = Bbox {
                 x: b.x + x0 as i32 - m,
@@ -660,6 +708,12 @@ mod tests {
         assert!(boxes_from_map(&weak, w, h, w, h, DetParams::default()).is_empty());
     }
 
+    const G: Gaps = Gaps {
+        wide: 0.8,
+        near: 0.8,
+        ratio: 100.0,
+    };
+
     /// A white box with dark "glyphs": 6 px wide, 10 px tall, at the given x positions, on a
     /// row starting at y.
     fn drawn(w: u32, h: u32, glyphs: &[(i32, i32)]) -> Vec<u8> {
@@ -688,20 +742,79 @@ mod tests {
         g.extend((0..4).map(|i| (40 + i * 8, 5)));
         g.extend((0..5).map(|i| (92 + i * 8, 5)));
         let img = drawn(200, 40, &g);
-        let parts = labels_in(&img, 200, b, 0.8);
+        let parts = labels_in(&img, 200, b, G);
         assert_eq!(parts.len(), 2, "{parts:?}");
         assert!(parts[0].right() <= 92 && parts[1].x >= 72, "{parts:?}");
         // The same words 4 px apart throughout: one label.
         let g: Vec<(i32, i32)> = (0..12).map(|i| (4 + i * 10, 5)).collect();
-        assert_eq!(labels_in(&drawn(200, 40, &g), 200, b, 0.8).len(), 1);
+        assert_eq!(labels_in(&drawn(200, 40, &g), 200, b, G).len(), 1);
         // Two lines, one empty row between them: two labels, one above the other.
         let mut g: Vec<(i32, i32)> = (0..6).map(|i| (4 + i * 8, 4)).collect();
         g.extend((0..6).map(|i| (4 + i * 8, 16)));
-        let parts = labels_in(&drawn(200, 40, &g), 200, b, 0.8);
+        let parts = labels_in(&drawn(200, 40, &g), 200, b, G);
         assert_eq!(parts.len(), 2, "{parts:?}");
         assert!(parts[0].y < parts[1].y);
         // A flat box is left as it is.
-        assert_eq!(labels_in(&drawn(200, 40, &[]), 200, b, 0.8), vec![b]);
+        assert_eq!(labels_in(&drawn(200, 40, &[]), 200, b, G), vec![b]);
+        // A box across two fills (a dark title bar over a light menu), a word on each and no
+        // row between them free of both: two lines, one on each fill.
+        let mut img = drawn(200, 40, &[]);
+        for y in 0..20 {
+            for x in 0..200 {
+                let at = (y * 200 + x) * 4;
+                img[at..at + 3].copy_from_slice(&[60, 60, 70]);
+            }
+        }
+        for i in 0..5 {
+            for y in 6..16 {
+                for x in 4 + i * 8..10 + i * 8 {
+                    let at = (y * 200 + x) * 4;
+                    img[at..at + 3].copy_from_slice(&[250, 250, 250]);
+                }
+            }
+            for y in 22..32 {
+                for x in 4 + i * 8..10 + i * 8 {
+                    let at = (y * 200 + x) * 4;
+                    img[at..at + 3].copy_from_slice(&[30, 30, 30]);
+                }
+            }
+        }
+        let parts = labels_in(&img, 200, b, G);
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        assert!(
+            parts[0].y + parts[0].h / 2 < 20 && parts[1].y + parts[1].h / 2 > 20,
+            "{parts:?}"
+        );
+    }
+
+    #[test]
+    fn a_gap_counts_against_the_lines_own_letter_spacing() {
+        let b = Bbox {
+            x: 0,
+            y: 0,
+            w: 200,
+            h: 40,
+        };
+        let g = Gaps {
+            wide: 1.3,
+            near: 0.9,
+            ratio: 6.5,
+        };
+        // A menu bar: letters 1 px apart, items 12 px (1.2 ink heights) apart: three labels.
+        let mut x = 4;
+        let mut glyphs = Vec::new();
+        for _ in 0..3 {
+            for _ in 0..4 {
+                glyphs.push((x, 5));
+                x += 7;
+            }
+            x += 11;
+        }
+        assert_eq!(labels_in(&drawn(200, 40, &glyphs), 200, b, g).len(), 3);
+        // Monospace: letters 3 px apart, a space 9 px: "851.1 MB" stays one label.
+        let mut glyphs: Vec<(i32, i32)> = (0..5).map(|i| (4 + i * 9, 5)).collect();
+        glyphs.extend((0..2).map(|i| (4 + 5 * 9 + 6 + i * 9, 5)));
+        assert_eq!(labels_in(&drawn(200, 40, &glyphs), 200, b, g).len(), 1);
     }
 
     #[test]

@@ -260,23 +260,27 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
         let rss0 = rss_mb("VmRSS:");
         let t = Instant::now();
         let mut p = Perceiver::new(engine::default_workers())?;
-        // "learned@0.8@0.75": the learned reader with another gap between labels (ink heights)
-        // and another scale for the detector.
+        // "learned@1.3@0.75@0.9@6.5": the learned reader with other gaps between labels (always
+        // at 1.3 ink heights; at 0.9 where 6.5 times the line's median glyph gap) and another
+        // scale for the detector; any may be left off.
         let mut knobs = reader.split('@');
         let kind = knobs.next().unwrap_or_default();
         let mut num = || -> Result<Option<f32>> {
             knobs
                 .next()
-                .map(|g| g.parse::<f32>().context("learned@GAP@SCALE"))
+                .map(|g| g.parse::<f32>().context("learned@WIDE@SCALE@NEAR@RATIO"))
                 .transpose()
         };
-        let (gap, scale) = (num()?, num()?);
+        let (wide, scale, near, ratio) = (num()?, num()?, num()?, num()?);
         if kind == "learned" {
             let models = std::env::var_os("VOXDESK_MODELS_DIR").map(PathBuf::from);
             p.use_learned(models.as_deref(), engine::default_workers())?;
-            if let Some(g) = gap {
-                p.set_label_gap(g);
-            }
+            let d = voxdesk_perception::learned::GAPS;
+            p.set_label_gaps(voxdesk_perception::learned::Gaps {
+                wide: wide.unwrap_or(d.wide),
+                near: near.unwrap_or(d.near),
+                ratio: ratio.unwrap_or(d.ratio),
+            });
             if let Some(s) = scale {
                 p.set_detect_scale(s);
             }
