@@ -223,7 +223,7 @@ impl Perceiver {
         };
         let mut strips_read = 0;
         if !dirty.is_empty() {
-            if let Some(learned) = &mut self.learned {
+            let (fresh, zones) = if let Some(learned) = &mut self.learned {
                 let t = Instant::now();
                 let prev = self.prev.as_ref().map(|(_, _, p)| &p[..]);
                 let (fresh, zones, n, detect_ms) = match (prev, full) {
@@ -239,11 +239,7 @@ impl Perceiver {
                 strips_read = n;
                 timings.detect_ms = detect_ms;
                 timings.ocr_ms = ms(t, Instant::now()) - detect_ms;
-                self.labels = if full {
-                    fresh
-                } else {
-                    tiles::merge(&self.labels, fresh, &zones, |l| l.rect)
-                };
+                (fresh, zones)
             } else {
                 let regions = if full {
                     vec![frame_rect]
@@ -268,12 +264,14 @@ impl Perceiver {
                 )?;
                 strips_read = n;
                 timings.ocr_ms = ms(t_detect, Instant::now());
-                self.labels = if full {
-                    fresh
-                } else {
-                    tiles::merge(&self.labels, fresh, &dirty, |l| l.rect)
-                };
-            }
+                (fresh, dirty.clone())
+            };
+            // Old labels in the zones read again are replaced; the rest keep their place.
+            self.labels = if full {
+                fresh
+            } else {
+                tiles::merge(&self.labels, fresh, &zones, |l| l.rect)
+            };
         }
         let tree_gen = tree.as_ref().map(|t| t.generation);
         if !dirty.is_empty() || tree_gen != self.fused_with {

@@ -186,7 +186,9 @@ impl Ocr {
         let (mh, mw) = (shape[2] as u32, shape[3] as u32);
         let found = boxes_from_map(map, mw, mh, sw, sh, self.params);
         drop(out);
-        give_back();
+        if (iw * ih) as usize >= TRIM_ABOVE {
+            give_back();
+        }
         Ok(found
             .into_iter()
             .map(|f| Found {
@@ -251,6 +253,11 @@ impl Ocr {
         if !batch.is_empty() {
             batches.push(batch);
         }
+        let columns: u32 = batches
+            .iter()
+            .flatten()
+            .filter_map(|&i| scaled[i].as_ref().map(|s| s.width()))
+            .sum();
         for batch in &batches {
             let widest = batch
                 .iter()
@@ -289,10 +296,16 @@ impl Ocr {
                 out[i] = ctc_decode(p, steps, classes, &self.chars);
             }
         }
-        give_back();
+        if (columns * REC_H) as usize >= TRIM_ABOVE {
+            give_back();
+        }
         Ok(out)
     }
 }
+
+/// Pixels a model run must have seen before its freed memory is worth handing back (a run on
+/// a changed widget is far smaller, and trimming costs 1–7 ms).
+const TRIM_ABOVE: usize = 1 << 18;
 
 /// Hand the memory the models' large, short-lived tensors leave free back to the system.
 fn give_back() {
