@@ -524,3 +524,53 @@ fn a_missing_text_model_is_a_clear_error() {
     );
     assert_clean_failure(&o, "tesseract or learned");
 }
+
+/// Xaw's buttons with the learned reader, on the virtual desktop: xmessage's pill-shaped
+/// buttons and xedit's buttons parted by rules are each a label of their own, read exactly (the
+/// detector draws one box across each row; without the borders cut "Accept) (Decline" was one
+/// label, and "click Accept" found nothing to click).
+#[test]
+fn the_learned_reader_parts_xaw_buttons_at_their_borders() {
+    let Some(rig) = rig() else { return };
+    let d = &rig.display;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain.txt");
+    std::fs::write(&file, "hi\n").unwrap();
+    for (cmd, class, want) in [
+        (
+            vec![
+                "xmessage",
+                "-buttons",
+                "Accept,Decline",
+                "Do you accept the terms?",
+            ],
+            "Xmessage",
+            vec!["Accept", "Decline"],
+        ),
+        (
+            vec!["xedit", file.to_str().unwrap()],
+            "Xedit",
+            vec!["Quit", "Save", "Load"],
+        ),
+    ] {
+        let _app = app(d, &cmd, class);
+        let o = output(
+            bin()
+                .env("DISPLAY", d)
+                .env("VOXDESK_READER", "learned")
+                .env("VOXDESK_MODELS_DIR", models())
+                .args(["look", "--json"]),
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let texts: Vec<&str> = v["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["text"].as_str())
+            .collect();
+        for w in want {
+            assert!(texts.contains(&w), "{class}: no target {w:?} in {texts:?}");
+        }
+    }
+}

@@ -221,21 +221,40 @@ pub fn touches(r: &Rect, dirty: &[Rect]) -> bool {
     dirty.iter().any(|d| d.intersects(r))
 }
 
-/// The label set after an incremental pass: old labels away from every dirty tile stay, labels
-/// re-read from the bands replace everything that touched a dirty tile.
+/// The label set after an incremental pass: labels re-read from the bands replace everything
+/// that touched a dirty tile, and any old label standing where one of them stands (half of the
+/// smaller box shared: the same line read again from a wider look, a box a few pixels taller);
+/// the other old labels stay.
 pub fn merge<T: Clone>(
     old: &[T],
     fresh: Vec<T>,
     dirty: &[Rect],
     rect: impl Fn(&T) -> Rect,
 ) -> Vec<T> {
+    let fresh: Vec<T> = fresh
+        .into_iter()
+        .filter(|t| touches(&rect(t), dirty))
+        .collect();
     let mut out: Vec<T> = old
         .iter()
-        .filter(|t| !touches(&rect(t), dirty))
+        .filter(|t| {
+            let r = rect(t);
+            !touches(&r, dirty) && !fresh.iter().any(|f| same_place(&r, &rect(f)))
+        })
         .cloned()
         .collect();
-    out.extend(fresh.into_iter().filter(|t| touches(&rect(t), dirty)));
+    out.extend(fresh);
     out
+}
+
+/// Do two boxes share at least half of the smaller one?
+pub fn same_place(a: &Rect, b: &Rect) -> bool {
+    if !a.intersects(b) {
+        return false;
+    }
+    let i = a.intersection(b);
+    let area = |r: &Rect| r.w as i64 * r.h as i64;
+    2 * area(&i) >= area(a).min(area(b))
 }
 
 #[cfg(test)]
@@ -347,6 +366,24 @@ mod tests {
         }
     }
 
+    #[test]
+    fn an_old_label_where_a_fresh_one_stands_is_replaced_not_kept_beside_it() {
+        let dirty = [Rect::new(0, 20, 100, 10)];
+        // The line above the change, read again a few pixels taller from a wider look: the
+        // old box does not touch the change, the fresh one does.
+        let old = [Rect::new(0, 4, 140, 14), Rect::new(0, 40, 60, 12)];
+        let fresh = vec![Rect::new(0, 6, 138, 16)];
+        assert_eq!(
+            merge(&old, fresh, &dirty, |r| *r),
+            vec![Rect::new(0, 40, 60, 12), Rect::new(0, 6, 138, 16)]
+        );
+        // A neighbour overlapping by its margin only stays.
+        assert!(!same_place(
+            &Rect::new(0, 0, 100, 14),
+            &Rect::new(0, 11, 100, 14)
+        ));
+    }
+
     proptest! {
         #[test]
         fn merge_keeps_what_is_clean_and_takes_what_is_dirty(
@@ -358,16 +395,17 @@ mod tests {
             let fresh: Vec<Rect> = fresh.into_iter().map(|(x, y, w, h)| Rect::new(x, y, w, h)).collect();
             let dirty: Vec<Rect> = dirty.into_iter().map(|(tx, ty)| Rect::new(tx * 128, ty * 128, 128, 128)).collect();
             let out = merge(&old, fresh.clone(), &dirty, |r| *r);
+            let kept: Vec<&Rect> = fresh.iter().filter(|r| touches(r, &dirty)).collect();
+            let replaced = |r: &Rect| touches(r, &dirty) || kept.iter().any(|f| same_place(r, f));
             for r in &old {
-                // clean old labels survive, dirty ones do not (unless re-read identically)
-                if !touches(r, &dirty) { prop_assert!(out.contains(r)); }
+                // clean old labels survive unless a re-read one stands in their place
+                if !replaced(r) { prop_assert!(out.contains(r)); }
             }
             for r in &out {
-                prop_assert!((old.contains(r) && !touches(r, &dirty)) || (fresh.contains(r) && touches(r, &dirty)));
+                prop_assert!((old.contains(r) && !replaced(r)) || kept.contains(&r));
             }
-            let n_fresh_dirty = fresh.iter().filter(|r| touches(r, &dirty)).count();
-            let n_old_clean = old.iter().filter(|r| !touches(r, &dirty)).count();
-            prop_assert_eq!(out.len(), n_fresh_dirty + n_old_clean);
+            let n_old_clean = old.iter().filter(|r| !replaced(r)).count();
+            prop_assert_eq!(out.len(), kept.len() + n_old_clean);
             if dirty.is_empty() { prop_assert_eq!(out, old); }
         }
     }

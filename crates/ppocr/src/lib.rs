@@ -316,6 +316,141 @@ fn give_back() {
     }
 }
 
+/// Ink components (8-connected) that are a button's border, not a letter: drawn with hairlines
+/// (hardly a pixel of it inked on all four sides), and at least [`BORDER_TALLER`] times as tall as the tallest letter of the box
+/// (a pill's outline, the rules between a toolbar's buttons with the line under them). They are
+/// erased from `ink` (a box of `bw`×`bh`); returned are their upright strokes as tall, as
+/// (x0, x1, y0, y1): labels do not reach across them. Fewer than three letters: no border.
+fn erase_borders(ink: &mut [bool], bw: usize, bh: usize) -> Vec<(usize, usize, usize, usize)> {
+    let comps = pieces(ink, bw, bh);
+    // Drawn with hairlines: hardly a pixel of it has ink on all four sides (an outline, a rule;
+    // a letter of large text, a filled badge have a body).
+    let hollow = |c: &Piece| {
+        let inside = |i: usize| {
+            let (x, y) = (i % bw, i / bw);
+            x > 0
+                && y > 0
+                && x + 1 < bw
+                && y + 1 < bh
+                && ink[i - 1]
+                && ink[i + 1]
+                && ink[i - bw]
+                && ink[i + bw]
+        };
+        let body = c.0.iter().filter(|&&i| inside(i)).count();
+        (body as f32) < 0.25 * c.0.len() as f32
+    };
+    let hollow: Vec<bool> = comps.iter().map(hollow).collect();
+    // The tallest letter: the box's pieces of ink but its specks (dots, a gradient's noise),
+    // but for their tallest quarter (the borders, a letter glued to a frame's side).
+    let mut heights: Vec<usize> = comps
+        .iter()
+        .filter(|c| c.4 - c.3 >= 4 && c.0.len() >= 6)
+        .map(|c| c.4 - c.3)
+        .collect();
+    if heights.len() < 3 {
+        return Vec::new();
+    }
+    heights.sort_unstable();
+    let tallest = heights[(heights.len() - 1) * 3 / 4] as f32;
+    let mut walls = Vec::new();
+    for (c, &hollow) in comps.iter().zip(&hollow) {
+        if !hollow || ((c.4 - c.3) as f32) < BORDER_TALLER * tallest {
+            continue;
+        }
+        // Its upright strokes (a rule, a frame's side; a pill's round end is not one): each
+        // column's runs of its pixels as tall as a border.
+        let (cw, ch) = (c.2 - c.1, c.4 - c.3);
+        let mut mine = vec![false; cw * ch];
+        for &i in &c.0 {
+            mine[(i / bw - c.3) * cw + i % bw - c.1] = true;
+        }
+        let mut upright = Vec::new();
+        for x in 0..cw {
+            let on = |y: usize| y < ch && mine[y * cw + x];
+            let mut y = 0;
+            while y < ch {
+                let start = y;
+                // A pixel missing here and there (a row whose fill is the stroke's colour).
+                while on(y) || (on(y + 1) && y > start) {
+                    y += 1;
+                }
+                if (y - start) as f32 >= BORDER_TALLER * tallest {
+                    upright.push((c.1 + x, c.1 + x + 1, c.3 + start, c.3 + y));
+                }
+                y += 1;
+            }
+        }
+        // The strokes go; then what is left of it that is still taller than a letter (a
+        // pill's round ends, its outline), never the letters a stroke touched.
+        for &(x, _, y0, y1) in &upright {
+            for y in y0..y1 {
+                mine[(y - c.3) * cw + x - c.1] = false;
+                ink[y * bw + x] = false;
+            }
+        }
+        for (piece, _, _, top, bottom) in pieces(&mine, cw, ch) {
+            if (bottom - top) as f32 >= BORDER_TALLER * tallest {
+                for i in piece {
+                    ink[(c.3 + i / cw) * bw + c.1 + i % cw] = false;
+                }
+            }
+        }
+        walls.extend(upright);
+    }
+    walls
+}
+
+/// The 8-connected pieces of a `w`×`h` mask: each one's cells (row-major indices) and its
+/// bounds (x0, x1, y0, y1).
+type Piece = (Vec<usize>, usize, usize, usize, usize);
+fn pieces(on: &[bool], w: usize, h: usize) -> Vec<Piece> {
+    let mut seen = vec![false; on.len()];
+    let mut out = Vec::new();
+    for start in 0..on.len() {
+        if !on[start] || seen[start] {
+            continue;
+        }
+        seen[start] = true;
+        let (mut stack, mut cells) = (vec![start], Vec::new());
+        let (mut x0, mut x1, mut y0, mut y1) = (usize::MAX, 0, usize::MAX, 0);
+        while let Some(i) = stack.pop() {
+            cells.push(i);
+            let (x, y) = (i % w, i / w);
+            (x0, x1, y0, y1) = (x0.min(x), x1.max(x + 1), y0.min(y), y1.max(y + 1));
+            for (dx, dy) in NEIGHBOURS {
+                let (nx, ny) = (x as i32 + dx, y as i32 + dy);
+                if nx < 0 || ny < 0 || nx >= w as i32 || ny >= h as i32 {
+                    continue;
+                }
+                let j = ny as usize * w + nx as usize;
+                if on[j] && !seen[j] {
+                    seen[j] = true;
+                    stack.push(j);
+                }
+            }
+        }
+        out.push((cells, x0, x1, y0, y1));
+    }
+    out
+}
+
+/// A border stands this many times taller than the tallest letter beside it (a parenthesis
+/// stands about 1.4 times as tall as a lower-case letter; Xaw's pill ends twice).
+const BORDER_TALLER: f32 = 1.6;
+
+/// The eight neighbours of a pixel.
+const NEIGHBOURS: [(i32, i32); 8] = [
+    (-1, -1),
+    (0, -1),
+    (1, -1),
+    (-1, 0),
+    (1, 0),
+    (-1, 1),
+    (0, 1),
+    (1, 1),
+];
+
 /// Boxes read in one run of the recogniser.
 const REC_BATCH: usize = 8;
 /// Columns (at 48 rows) in one run of the recogniser, padding included.
@@ -534,13 +669,17 @@ pub struct Gaps {
     /// apart, while monospace letters stand 2–4 px apart and a space is one cell.
     pub near: f32,
     pub ratio: f32,
+    /// Buttons' borders part labels and are left out of them (see `erase_borders`).
+    pub borders: bool,
 }
 
 /// A detector's box as labels: its ink (the pixels that differ from their row's fill)
 /// split into lines where whole rows are empty, and each line into labels where whole columns
 /// are empty for more than `gap` × the line's ink height (a word space is about a third of it;
-/// two labels the detector joined, "Data file   Osaka", stand an em or more apart). Each piece
-/// keeps a margin of a fifth of its height, as the recogniser was trained with. Pure.
+/// two labels the detector joined, "Data file   Osaka", stand an em or more apart), and at
+/// buttons' borders (thin strokes from the line's top to its bottom, far taller than its
+/// letters). Each piece keeps a margin of a fifth of its height, as the recogniser was trained
+/// with, up and down only over empty rows. Pure.
 pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
     let (bw, bh) = (b.w as usize, b.h as usize);
     if bw < 2 || bh < 2 {
@@ -595,10 +734,17 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
         return vec![b];
     }
     let cut = (strongest as f32 * 0.35).max(12.0) as u8;
-    let ink: Vec<bool> = (0..bh)
+    let mut ink: Vec<bool> = (0..bh)
         .flat_map(|y| (0..bw).map(move |x| (x, y)))
         .map(|(x, y)| diff(px(x, y), y) >= cut)
         .collect();
+    // Buttons' borders are no part of a label: erased, and a thin upright one parts the
+    // labels beside it (the rules between a toolbar's buttons).
+    let walls = if gaps.borders {
+        erase_borders(&mut ink, bw, bh)
+    } else {
+        Vec::new()
+    };
     let runs = |on: &dyn Fn(usize) -> bool, n: usize, min_gap: usize| -> Vec<(usize, usize)> {
         let mut out: Vec<(usize, usize)> = Vec::new();
         let mut i = 0;
@@ -640,18 +786,41 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
         };
         let mut labels: Vec<(usize, usize)> = Vec::new();
         for (x0, x1) in glyphs {
+            let wall = |a: usize, z: usize| {
+                walls
+                    .iter()
+                    .any(|w| w.0 >= a && w.1 <= z && w.2 < y1 && w.3 > y0)
+            };
             match labels.last_mut() {
-                Some(last) if !cut_at(x0 - last.1) => last.1 = x1,
+                Some(last) if !cut_at(x0 - last.1) && !wall(last.1, x0) => last.1 = x1,
                 _ => labels.push((x0, x1)),
             }
         }
         for (x0, x1) in labels {
             let m = ((lh as f32) * 0.2).ceil() as i32 + 1;
+            // Up and down only over rows empty of ink: in a terminal the line above or below
+            // may stand closer than the margin, and its letters' tips at a crop's edge read as
+            // underscores between the words.
+            // Sideways, likewise only over columns empty of ink (a border beside it).
+            let col_clear = |x: usize| (y0..y1).all(|y| diff(px(x, y), y0) < cut);
+            let left = (1..=m as usize)
+                .take_while(|&k| k <= x0 && col_clear(x0 - k))
+                .count();
+            let right = (0..m as usize)
+                .take_while(|&k| x1 + k < bw && col_clear(x1 + k))
+                .count();
+            let clear = |y: usize| (x0 - left..x1 + right).all(|x| diff(px(x, y), y0) < cut);
+            let up = (1..=m as usize)
+                .take_while(|&k| k <= y0 && clear(y0 - k))
+                .count() as i32;
+            let down = (0..m as usize)
+                .take_while(|&k| y1 + k < bh && clear(y1 + k))
+                .count() as i32;
             let r = Bbox {
-                x: b.x + x0 as i32 - m,
-                y: b.y + y0 as i32 - m,
-                w: (x1 - x0) as i32 + 2 * m,
-                h: lh as i32 + 2 * m,
+                x: b.x + (x0 - left) as i32,
+                y: b.y + y0 as i32 - up,
+                w: (x1 + right - x0 + left) as i32,
+                h: lh as i32 + up + down,
             };
             // Within the detector's box (its own margin is the fill).
             let x = r.x.max(b.x);
@@ -725,6 +894,7 @@ mod tests {
         wide: 0.8,
         near: 0.8,
         ratio: 100.0,
+        borders: true,
     };
 
     /// A white box with dark "glyphs": 6 px wide, 10 px tall, at the given x positions, on a
@@ -740,6 +910,68 @@ mod tests {
             }
         }
         img
+    }
+
+    /// `img` (w wide) with a dark rectangle.
+    fn paint(img: &mut [u8], w: usize, x: std::ops::Range<usize>, y: std::ops::Range<usize>) {
+        for yy in y {
+            for xx in x.clone() {
+                let at = (yy * w + xx) * 4;
+                img[at..at + 3].copy_from_slice(&[30, 30, 30]);
+            }
+        }
+    }
+
+    #[test]
+    fn buttons_borders_part_labels_and_are_left_out_of_them() {
+        let b = Bbox {
+            x: 0,
+            y: 0,
+            w: 200,
+            h: 40,
+        };
+        // "|Quit|Save|": rules 20 px tall, 2 px from 10 px letters 2 px apart.
+        let mut g: Vec<(i32, i32)> = (0..4).map(|i| (6 + i * 8, 10)).collect();
+        g.extend((0..4).map(|i| (44 + i * 8, 10)));
+        let mut img = drawn(200, 40, &g);
+        for x in [2, 40, 78] {
+            paint(&mut img, 200, x..x + 2, 5..25);
+        }
+        let parts = labels_in(&img, 200, b, G);
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        assert!(parts[0].x >= 4 && parts[0].right() <= 40, "{parts:?}");
+        assert!(parts[1].x >= 42 && parts[1].right() <= 78, "{parts:?}");
+        // As tall as its letters, with its margin: not the rules' 20 px.
+        assert!(parts.iter().all(|p| p.h <= 16), "{parts:?}");
+        // A stroke a little taller than the letters (a "j", a "|") is a letter and parts
+        // nothing; one twice their height between them is a rule.
+        let mut img = drawn(200, 40, &g);
+        paint(&mut img, 200, 40..42, 8..21);
+        assert_eq!(labels_in(&img, 200, b, G).len(), 1);
+        let mut img = drawn(200, 40, &g);
+        paint(&mut img, 200, 40..42, 5..25);
+        assert_eq!(labels_in(&img, 200, b, G).len(), 2);
+        // A pill's outline around a word: erased, the word read alone, as tall as its letters.
+        let g: Vec<(i32, i32)> = (0..4).map(|i| (10 + i * 8, 12)).collect();
+        let mut img = drawn(200, 40, &g);
+        paint(&mut img, 200, 4..46, 4..5);
+        paint(&mut img, 200, 4..46, 27..28);
+        paint(&mut img, 200, 4..5, 4..28);
+        paint(&mut img, 200, 45..46, 4..28);
+        let parts = labels_in(&img, 200, b, G);
+        assert_eq!(parts.len(), 1, "{parts:?}");
+        assert!(
+            parts[0].y >= 5 && parts[0].bottom() <= 27 && parts[0].x >= 5,
+            "{parts:?}"
+        );
+        // Parentheses only a little taller than the letters are letters: "(Quit)".
+        let mut img = drawn(200, 40, &g);
+        for x in [6, 42] {
+            paint(&mut img, 200, x..x + 2, 9..23);
+        }
+        let parts = labels_in(&img, 200, b, G);
+        assert_eq!(parts.len(), 1, "{parts:?}");
+        assert!(parts[0].x <= 6 && parts[0].right() >= 44, "{parts:?}");
     }
 
     #[test]
@@ -812,6 +1044,7 @@ mod tests {
             wide: 1.3,
             near: 0.9,
             ratio: 6.5,
+            borders: true,
         };
         // A menu bar: letters 1 px apart, items 12 px (1.2 ink heights) apart: three labels.
         let mut x = 4;

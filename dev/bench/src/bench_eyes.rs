@@ -260,18 +260,23 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
         let rss0 = rss_mb("VmRSS:");
         let t = Instant::now();
         let mut p = Perceiver::new(engine::default_workers())?;
-        // "learned@1.3@0.75@0.9@6.5": the learned reader with other gaps between labels (always
-        // at 1.3 ink heights; at 0.9 where 6.5 times the line's median glyph gap) and another
-        // scale for the detector; any may be left off.
+        // "learned@1.3@0.75@0.9@6.5@1": the learned reader with other gaps between labels
+        // (always at 1.3 ink heights; at 0.9 where 6.5 times the line's median glyph gap),
+        // another scale for the detector, and buttons' borders cut at (1) or not (0); any may be
+        // left empty or off.
         let mut knobs = reader.split('@');
         let kind = knobs.next().unwrap_or_default();
         let mut num = || -> Result<Option<f32>> {
             knobs
                 .next()
-                .map(|g| g.parse::<f32>().context("learned@WIDE@SCALE@NEAR@RATIO"))
+                .filter(|g| !g.is_empty())
+                .map(|g| {
+                    g.parse::<f32>()
+                        .context("learned@WIDE@SCALE@NEAR@RATIO@BORDERS")
+                })
                 .transpose()
         };
-        let (wide, scale, near, ratio) = (num()?, num()?, num()?, num()?);
+        let (wide, scale, near, ratio, borders) = (num()?, num()?, num()?, num()?, num()?);
         if kind == "learned" {
             let models = std::env::var_os("VOXDESK_MODELS_DIR").map(PathBuf::from);
             p.use_learned(models.as_deref(), engine::default_workers())?;
@@ -280,6 +285,7 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
                 wide: wide.unwrap_or(d.wide),
                 near: near.unwrap_or(d.near),
                 ratio: ratio.unwrap_or(d.ratio),
+                borders: borders.map_or(d.borders, |b| b != 0.0),
             });
             if let Some(s) = scale {
                 p.set_detect_scale(s);
