@@ -801,15 +801,15 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
             // Up and down only over rows empty of ink: in a terminal the line above or below
             // may stand closer than the margin, and its letters' tips at a crop's edge read as
             // underscores between the words.
-            // Sideways, likewise only over columns empty of ink (a border beside it).
-            let col_clear = |x: usize| (y0..y1).all(|y| diff(px(x, y), y0) < cut);
+            // Sideways, never over a border beside it.
+            let wall_at = |x: usize| walls.iter().any(|w| w.0 == x && w.2 < y1 && w.3 > y0);
             let left = (1..=m as usize)
-                .take_while(|&k| k <= x0 && col_clear(x0 - k))
+                .take_while(|&k| k <= x0 && !wall_at(x0 - k))
                 .count();
             let right = (0..m as usize)
-                .take_while(|&k| x1 + k < bw && col_clear(x1 + k))
+                .take_while(|&k| x1 + k < bw && !wall_at(x1 + k))
                 .count();
-            let clear = |y: usize| (x0 - left..x1 + right).all(|x| diff(px(x, y), y0) < cut);
+            let clear = |y: usize| (x0..x1).all(|x| !ink[y * bw + x]);
             let up = (1..=m as usize)
                 .take_while(|&k| k <= y0 && clear(y0 - k))
                 .count() as i32;
