@@ -8,6 +8,7 @@
 
 use voxdesk_core::action::{Action, Batch, Expect, Pos};
 use voxdesk_core::geometry::Rect;
+use voxdesk_perception::tiles::same_place;
 use voxdesk_perception::Target;
 use voxdesk_record::session::Verification;
 use voxdesk_screen::text::{label_matches, located, occurrences, runs, Run};
@@ -134,7 +135,9 @@ pub fn verify(expect: &Expect, ev: &Evidence) -> Verdict {
     for s in &expect.shows {
         let hits: Vec<String> = located(s, &after, ev.typed)
             .into_iter()
-            .filter(|(_, at)| !ev.typed_at.iter().any(|t| mostly_over(t, at)))
+            // Half of the smaller box shared: a line read with a margin may touch the line
+            // typed above it without being it.
+            .filter(|(_, at)| !ev.typed_at.iter().any(|t| same_place(t, at)))
             .map(|(read, _)| read)
             .collect();
         if !hits.is_empty() {
@@ -454,17 +457,6 @@ pub fn repeatable(batch: &Batch, targets: &[Target]) -> bool {
         }
         Action::Scroll { .. } | Action::Wait { .. } => true,
     })
-}
-
-/// Does `b` stand mostly on `a` (half of the smaller box shared)? A line read with a margin
-/// may touch the line typed above it without being it.
-fn mostly_over(a: &Rect, b: &Rect) -> bool {
-    if !a.intersects(b) {
-        return false;
-    }
-    let i = a.intersection(b);
-    let area = |r: &Rect| r.w as i64 * r.h as i64;
-    2 * area(&i) >= area(a).min(area(b))
 }
 
 #[cfg(test)]
