@@ -1090,7 +1090,9 @@ fn voice_demo(rig: &Rig, bin: &Path, data: &Path, out: &Path, models: &Path) -> 
         shows = v["targets"]
             .as_array()
             .is_some_and(|ts| ts.iter().any(|t| t["text"] == "72"));
-        let script = format!("stty -icanon -echo; exec cat > '{}'", typed.display());
+        // Echo on, as a shell's line is: the words show where they were typed, and voxdesk's
+        // check looks for them there.
+        let script = format!("stty -icanon; exec cat > '{}'", typed.display());
         let term = rig
             .cmd("xterm")
             .args(["-geometry", "90x10+620+150", "-e", "sh", "-c", &script])

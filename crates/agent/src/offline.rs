@@ -686,6 +686,23 @@ impl Driver for LocalPlanner {
                         reason,
                         no_change: true,
                     } if a.repeatable => say.push(format!("That didn't work: {reason}.")),
+                    // Nothing on screen changed: keys may still have reached a program that
+                    // shows nothing (a terminal with echo off, a password prompt), so say what
+                    // was seen, not that it had no effect.
+                    Verdict::Failed {
+                        reason,
+                        no_change: true,
+                    } => {
+                        let what = if reason.contains("did not change") {
+                            String::new()
+                        } else {
+                            format!(" ({reason})")
+                        };
+                        return give_up(
+                            say,
+                            format!("{plan} was done, but nothing on screen changed{what}, so I cannot tell whether it took effect; I am not repeating it, because doing it twice could do it twice"),
+                        );
+                    }
                     Verdict::Failed { reason, .. } => {
                         return give_up(
                             say,
