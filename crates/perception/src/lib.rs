@@ -21,6 +21,7 @@ pub mod learned;
 pub mod lines;
 pub mod mono;
 pub mod recognize;
+pub mod rules;
 pub mod tiles;
 pub mod tracker;
 

@@ -18,6 +18,7 @@
 //!   Tesseract reads badly alone or cannot spell.
 
 use super::label::nearly_all;
+use super::rules::on as rule;
 use voxdesk_core::geometry::Rect;
 
 /// A colour jump between neighbouring columns at least this large (0–255, max over channels)
@@ -81,9 +82,12 @@ pub fn find_lines(rgba: &[u8], width: u32, height: u32, region: Rect) -> Vec<Lin
     let mut lines = group_blobs(blobs.clone(), &rules, |b| {
         faint(rgba, width as usize, height as usize, b)
     });
-    lines.extend(flat_glyphs(rgba, width as usize, &blobs, &lines));
+    if rule("flat-glyphs") {
+        lines.extend(flat_glyphs(rgba, width as usize, &blobs, &lines));
+    }
     for l in &mut lines {
-        if l.glyph.is_none() && is_pi(rgba, width as usize, height as usize, &l.rect) {
+        if l.glyph.is_none() && rule("pi") && is_pi(rgba, width as usize, height as usize, &l.rect)
+        {
             l.glyph = Some('π');
         }
     }
@@ -528,7 +532,12 @@ fn edge_blobs(rgba: &[u8], width: usize, region: Rect) -> (Vec<Blob>, Vec<Blob>)
                 >= EDGE_THRESHOLD;
         }
     }
-    let rules: Vec<Blob> = erase_vertical_rules(&mut mask, rw, rh)
+    let erased = if rule("vertical-rules") {
+        erase_vertical_rules(&mut mask, rw, rh)
+    } else {
+        Vec::new()
+    };
+    let rules: Vec<Blob> = erased
         .into_iter()
         .map(|r| Blob {
             x0: r.x0 + rx as i32,
@@ -1010,59 +1019,6 @@ fn join_monospace(mut pieces: Vec<(Vec<Blob>, i32)>) -> Vec<(Vec<Blob>, i32, boo
     out
 }
 
-/// The least clear space between a container and the text inside it, as a share of the
-/// container's height (initials in a circle keep about a third of it above and below; a
-/// letter's counter, the inner edge of an "e" or "o" of bold text, is a stroke width inside).
-const CONTAINER_MARGIN: i32 = 4;
-
-/// Remove blobs that enclose text rather than draw it: the ring of an avatar's circle around
-/// its initials, a badge's outline. Such a ring is one blob much taller than the glyphs it
-/// holds, with clear space between them on every side (letters merged into one blob, such as
-/// "ppeara" with its descenders, hold their neighbours flush with their top); as a glyph of the label it makes
-/// Tesseract read "(aL)" for "AL". A "%" or "©" sized like its neighbours is no container: its
-/// parts touch its box. `blobs` is sorted by `x0`.
-fn drop_containers(blobs: &mut Vec<Blob>) {
-    let keep: Vec<bool> = blobs
-        .iter()
-        .map(|c| {
-            if c.h() < 3 * MIN_SEED_HEIGHT || c.w() < 3 * MIN_SEED_HEIGHT {
-                return true;
-            }
-            let m = (c.h() / CONTAINER_MARGIN).max(3);
-            let from = blobs.partition_point(|b| b.x0 <= c.x0 + m);
-            // Centred in it, as initials in a circle and a count on a badge are (the counter
-            // of an "a" inside letters merged into one blob is not).
-            let (cx, cy) = (c.x0 + c.x1, c.y0 + c.y1);
-            !blobs[from..]
-                .iter()
-                .take_while(|b| b.x0 < c.x1 - m)
-                .any(|b| {
-                    b.h() >= MIN_SEED_HEIGHT
-                        && b.x1 <= c.x1 - m
-                        && b.y0 >= c.y0 + m
-                        && b.y1 <= c.y1 - m
-                        && c.h() * 5 >= b.h() * 8
-                        && (b.y0 + b.y1 - cy).abs() * 10 <= c.h() * 3
-                        && blobs[from..]
-                            .iter()
-                            .take_while(|o| o.x0 < c.x1 - m)
-                            .filter(|o| {
-                                o.h() >= MIN_SEED_HEIGHT
-                                    && o.y0 >= c.y0 + m
-                                    && o.y1 <= c.y1 - m
-                                    && o.x1 <= c.x1 - m
-                            })
-                            .fold(None, |acc: Option<(i32, i32)>, o| {
-                                Some(acc.map_or((o.x0, o.x1), |(a, z)| (a.min(o.x0), z.max(o.x1))))
-                            })
-                            .is_some_and(|(a, z)| (a + z - cx).abs() * 10 <= c.w() * 3)
-                })
-        })
-        .collect();
-    let mut k = keep.iter();
-    blobs.retain(|_| *k.next().unwrap_or(&true));
-}
-
 /// Chain blobs left to right into labels (first pass: same baseline band, gap below a word space),
 /// then split each chain at rules and at gaps measured against its own letters (second pass).
 fn group_blobs(
@@ -1072,7 +1028,6 @@ fn group_blobs(
 ) -> Vec<LineBox> {
     blobs.retain(|b| b.h() <= MAX_TEXT_HEIGHT && b.w() <= 8 * MAX_TEXT_HEIGHT);
     blobs.sort_by_key(|b| (b.x0, b.y0));
-    drop_containers(&mut blobs);
 
     struct Open {
         blobs: Vec<Blob>,

@@ -8,18 +8,18 @@
 //! The heuristics, each for a kind of screen text it was found on:
 //! - The background is the fill around the letters when it surrounds them (bold light initials
 //!   outnumber their circle's colour in their own box).
-//! - A dotted zero's dot is erased before reading; ink beside and above or below the letters (a
-//!   badge's rounded corners) is cleared; a window edge through a strip and a block cursor after
-//!   it are cleared.
-//! - A hairline bitmap strip read as nothing is read again a pixel bolder; a box read as nothing
-//!   or junk is read again with the monospace line beside it.
+//! - Ink beside and above or below the letters (a badge's rounded corners) is cleared; a window
+//!   edge through a strip and a block cursor after it are cleared.
+//! - A hairline bitmap strip read as nothing is read again a pixel bolder.
 //! - Centred wrapped lines are joined into one name; a word broken where the names' column ends is
 //!   joined without a space.
-//! - Underscores are found in the strip itself, a lone brace by its shape; one glyph read as two
-//!   look-alikes is kept once; a "|" glued to small letters is taken for an "l"; zeros and
-//!   shortcut slips are undone; a "6" with no hole is a "G".
-//! - In a monospace line one cell read as two characters is kept once, curly quotes are
-//!   straightened, and a space stands only where a whole cell is blank.
+//! - Underscores are found in the strip itself, a lone brace by its shape; shortcut slips are
+//!   undone.
+//! - In a monospace line one cell read as two characters is kept once, zeros read as "@" are
+//!   undone, curly quotes are straightened, and a space stands only where a whole cell is blank.
+//!
+//! Each rule can be turned off for a measurement (`rules`); rules that `voxdesk bench eyes` found
+//! not to pay for themselves on the corpus and the real apps have been deleted (issue 35).
 //! - `read_line`: a changed region read as one line, for verification.
 
 use std::collections::HashMap;
@@ -32,6 +32,7 @@ use super::engine::{EngineError, EnginePool, Glyph, RawWord};
 use super::label::Label;
 use super::lines::LineBox;
 use super::mono::{self, Piece};
+use super::rules::on as rule;
 use voxdesk_core::geometry::Rect;
 
 /// Text is scaled so that its median glyph height (≈ x-height) becomes about this many pixels.
@@ -65,9 +66,6 @@ pub struct Strip {
     /// The same crop with every stroke a pixel bolder (unsmoothed text only), read when `gray`
     /// gives a definite glyph but no label.
     pub bolder: Option<GrayImage>,
-    /// The pixels `undot_zeros` painted paper, with their ink: a glyph's twins are compared as
-    /// drawn (`agree`).
-    pub undotted: Vec<(u32, u32, u8)>,
     /// Capture-pixel origin of the crop and the factor it was scaled by.
     pub origin: (i32, i32),
     pub scale: f64,
@@ -117,12 +115,15 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
             }
         }
     });
-    let surrounds = around.top.filter(|(q, n, _)| {
-        let within = inside.hist.get(q).map_or(0, |v| v.0);
-        inside.top.is_some_and(|t| t.0 != *q)
-            && n * 10 >= around.total * 9
-            && within * 4 >= inside.total
-    });
+    let surrounds = around
+        .top
+        .filter(|_| rule("surround-bg"))
+        .filter(|(q, n, _)| {
+            let within = inside.hist.get(q).map_or(0, |v| v.0);
+            inside.top.is_some_and(|t| t.0 != *q)
+                && n * 10 >= around.total * 9
+                && within * 4 >= inside.total
+        });
     let (n, sum) = surrounds
         .or(inside.top)
         .map(|(_, n, sum)| (n, sum))
@@ -143,18 +144,22 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
     // What surrounds a chip or button (the page around its rounded ends) is not ink: clear
     // everything that has the crop's outer colour and is connected to the crop's edge.
     let (kx, ky) = ((keep.x - crop.x) as usize, (keep.y - crop.y) as usize);
-    clear_surroundings(
-        &mut dist,
-        cw,
-        (kx, ky, keep.w as usize, keep.h as usize),
-        |x, y| px(crop.x + x as i32, crop.y + y as i32),
-    );
-    clear_rules_and_blocks(
-        &mut dist,
-        cw,
-        (kx, ky, keep.w as usize, keep.h as usize),
-        line.text_h,
-    );
+    if rule("surroundings") {
+        clear_surroundings(
+            &mut dist,
+            cw,
+            (kx, ky, keep.w as usize, keep.h as usize),
+            |x, y| px(crop.x + x as i32, crop.y + y as i32),
+        );
+    }
+    if rule("rules-blocks") {
+        clear_rules_and_blocks(
+            &mut dist,
+            cw,
+            (kx, ky, keep.w as usize, keep.h as usize),
+            line.text_h,
+        );
+    }
     // The line's own box, in the crop.
     let inner = (
         (tight.x - crop.x) as usize,
@@ -165,7 +170,12 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
     // A field's frame around the line is ink too. A caret made the box as tall as the line;
     // without it, what lies further above or below the letters than `keep` allows is the
     // field's frame, and its sides are rules through the rows left ("[" read before the word).
-    if let Some((top, bottom)) = clear_glued_caret(&mut dist, cw, inner) {
+    let caret = if rule("glued-caret") {
+        clear_glued_caret(&mut dist, cw, inner)
+    } else {
+        None
+    };
+    if let Some((top, bottom)) = caret {
         let m = (line.text_h * 2 / 5).max(1) as usize;
         let (from, to) = (top.saturating_sub(m), (bottom + m).min(ch - 1));
         for (y, row) in dist.chunks_exact_mut(cw).enumerate() {
@@ -180,8 +190,14 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
             line.text_h,
         );
     }
-    clear_corners(&mut dist, cw, inner, line.text_h);
-    let outlines = clear_outlines(&mut dist, cw, line.text_h);
+    if rule("corners") {
+        clear_corners(&mut dist, cw, inner, line.text_h);
+    }
+    let outlines = if rule("outlines") {
+        clear_outlines(&mut dist, cw, line.text_h)
+    } else {
+        Vec::new()
+    };
     let mut hist = [0u32; 256];
     for &d in &dist {
         hist[d as usize] += 1;
@@ -209,9 +225,10 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
             // half grey (an underscore, the dot of a ":"), which Tesseract drops: darken them.
             // (Not the background's own grain: a fill a level or two off its quantised mean
             // would turn grey, and its edge against the white margin read as a stroke.)
-            let v = if line.mono && v >= 5 {
+            let darken = line.mono && rule("mono-darken");
+            let v = if darken && v >= 5 {
                 ((v as f64 / 255.0).sqrt() * 255.0) as u32
-            } else if line.mono {
+            } else if darken {
                 0
             } else {
                 v
@@ -225,7 +242,7 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
                 (ch as f64 * scale).round() as u32,
                 imageops::FilterType::Triangle,
             );
-            if bitmap {
+            if bitmap && rule("bitmap-blur") {
                 // An old bitmap font (xcalc, xterm's "fixed") upscaled stays blocky, and
                 // Tesseract, trained on smooth type, misreads it ("7" as "?", "e" as "=").
                 // Soften it into the anti-aliased shapes it knows.
@@ -245,13 +262,12 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         imageops::replace(&mut framed, &gray, bx as i64, by as i64);
         framed
     };
-    let mut framed = render(&dist);
-    let undotted = undot_zeros(&mut framed);
+    let framed = render(&dist);
     // Unsmoothed hairlines (an outline font such as URW Gothic rendered without anti-aliasing:
     // xcalc's fallback when its `8x13` is missing) come out of the softening light grey, and
     // Tesseract reads a lone "1" as "]". An unsmoothed strip that reads as no label is read once
     // more with its strokes a pixel bolder (see `read_strips`).
-    let bolder = bitmap.then(|| {
+    let bolder = (bitmap && rule("bolder")).then(|| {
         let mut bold = dist.clone();
         thicken_right(&mut bold, cw);
         render(&bold)
@@ -263,7 +279,6 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
         key: h.finish(),
         gray: framed,
         bolder,
-        undotted,
         origin: (crop.x, crop.y),
         scale,
         border: (bx, by),
@@ -399,65 +414,6 @@ fn connected(
         boxes.push(b);
     }
     (label, boxes)
-}
-
-/// Erase the dot inside a dotted zero (DejaVu Sans Mono, the default monospace font on Debian,
-/// and most terminal fonts): Tesseract reads it as "@", "9" or "6". The dot is an ink blob
-/// alone in the hole of a ring much taller than wide, near its middle; what is left is a plain
-/// "0" that Tesseract reads. Nothing else is touched (an "@" is joined to its inner stroke, a
-/// "%" has no ring around its circles, an "o" is as wide as tall).
-fn undot_zeros(img: &mut GrayImage) -> Vec<(u32, u32, u8)> {
-    let mut erased = Vec::new();
-    let (w, h) = (img.width() as i32, img.height() as i32);
-    // Dark ink only: the anti-aliased grey between dot and ring (darkened for monospace text)
-    // would join them.
-    let (label, boxes) = components(w as usize, h as usize, |i| img.as_raw()[i] < 64);
-    if boxes.len() < 3 {
-        return erased;
-    }
-    let at = |x: i32, y: i32| label[(y * w + x) as usize];
-    for id in 1..boxes.len() as u32 {
-        let d = boxes[id as usize];
-        let (cx, cy) = ((d.0 + d.2) / 2, (d.1 + d.3) / 2);
-        // The ring: what a ray from the dot's centre meets first, the same in all four ways.
-        let ray = |dx: i32, dy: i32| {
-            let (mut x, mut y) = (cx, cy);
-            loop {
-                x += dx;
-                y += dy;
-                if x < 0 || y < 0 || x >= w || y >= h {
-                    return None;
-                }
-                let l = at(x, y);
-                if l != 0 && l != id {
-                    return Some(l);
-                }
-            }
-        };
-        let Some(r) = ray(-1, 0) else { continue };
-        if [ray(1, 0), ray(0, -1), ray(0, 1)]
-            .iter()
-            .any(|&o| o != Some(r))
-        {
-            continue;
-        }
-        let o = boxes[r as usize];
-        let (rw, rh) = (o.2 - o.0 + 1, o.3 - o.1 + 1);
-        let (dw, dh) = (d.2 - d.0 + 1, d.3 - d.1 + 1);
-        let centred =
-            ((o.0 + o.2) / 2 - cx).abs() * 4 <= rw && ((o.1 + o.3) / 2 - cy).abs() * 4 <= rh;
-        if rh * 10 >= rw * 13 && dw * 20 <= rw * 9 && dh * 20 <= rh * 7 && centred {
-            for y in d.1..=d.3 {
-                for x in d.0..=d.2 {
-                    if at(x, y) == id {
-                        erased.push((x as u32, y as u32, img.get_pixel(x as u32, y as u32).0[0]));
-                        img.put_pixel(x as u32, y as u32, image::Luma([255]));
-                    }
-                }
-            }
-        }
-    }
-    erased
 }
 
 /// Does a rule (a pane border, a separator) stand in `r`: a column of it whose pixels nearly all
@@ -894,48 +850,42 @@ pub fn recognise(
             .any(|&(x, y0, y1)| x >= r.x && x < r.right() && y0 < r.bottom() && r.y < y1)
             || ruled(rgba, width, height, r)
     };
-    let (pieces, mut unread) = pieces_of(&strips, &words, &live);
-    let mut joined = mono::join(pieces, ruled);
-    if agree(&strips, &mut words, &live, &joined, &mut cache.shapes) {
-        let (pieces, u) = pieces_of(&strips, &words, &live);
-        unread = u;
-        joined = mono::join(pieces, ruled);
+    let mut joined = mono::join(pieces_of(&strips, &words), ruled);
+    if rule("consensus") && agree(&strips, &mut words, &live, &joined, &mut cache.shapes) {
+        joined = mono::join(pieces_of(&strips, &words), ruled);
     }
-    in_context(rgba, width, height, &unread, &mut joined, pool, cache)?;
     let mut labels = shaped;
     let mut lined = Vec::new();
     for (mut label, mono) in joined {
         if mono {
-            label.text = ascii_quotes(&mono_zeros(&label.text));
+            if rule("mono-zeros") {
+                label.text = mono_zeros(&label.text);
+            }
+            if rule("quotes") {
+                label.text = ascii_quotes(&label.text);
+            }
             lined.push(label);
         } else {
-            label.text = pronoun_i(&label.text);
             labels.push(label);
         }
     }
     // Monospace lines are rows of a terminal or an editor, never a wrapped name.
-    let mut labels = join_wrapped(labels, |r| background(rgba, width, height, r));
+    let mut labels = if rule("join-wrapped") {
+        join_wrapped(labels, |r| background(rgba, width, height, r))
+    } else {
+        labels
+    };
     labels.extend(lined);
     Ok((labels, todo.len()))
 }
 
-/// Each strip's words grouped into pieces, and the lines whose words made no piece although
-/// Tesseract saw letters or digits in them.
-fn pieces_of<'a>(
-    strips: &[Strip],
-    words: &[Vec<RawWord>],
-    lines: &[&'a LineBox],
-) -> (Vec<Piece>, Vec<&'a LineBox>) {
-    let mut pieces = Vec::new();
-    let mut unread = Vec::new();
-    for ((s, w), line) in strips.iter().zip(words).zip(lines) {
-        let p = words_to_labels(w, s);
-        if p.is_empty() && w.iter().any(|w| w.text.chars().any(char::is_alphanumeric)) {
-            unread.push(*line);
-        }
-        pieces.extend(p);
-    }
-    (pieces, unread)
+/// Each strip's words grouped into pieces.
+fn pieces_of(strips: &[Strip], words: &[Vec<RawWord>]) -> Vec<Piece> {
+    strips
+        .iter()
+        .zip(words)
+        .flat_map(|(s, w)| words_to_labels(w, s))
+        .collect()
 }
 
 /// Let the glyphs of the screen's monospace lines outvote a look-alike reading of their twins
@@ -1049,18 +999,7 @@ fn shapes_of(s: &Strip, words: &[RawWord]) -> Vec<(usize, usize, Shape)> {
     let Some(base) = lowest_common(bottoms.map(|c| c.y1)) else {
         return Vec::new();
     };
-    // Twins are compared as drawn, dots in their zeros.
-    let dotted;
-    let gray = if s.undotted.is_empty() {
-        &s.gray
-    } else {
-        let mut g = s.gray.clone();
-        for &(x, y, v) in &s.undotted {
-            g.put_pixel(x, y, image::Luma([v]));
-        }
-        dotted = g;
-        &dotted
-    };
+    let gray = &s.gray;
     let mut out = Vec::new();
     for (wi, w) in words.iter().enumerate() {
         if w.text.chars().count() != w.glyphs.len() {
@@ -1089,77 +1028,6 @@ fn lowest_common(v: impl Iterator<Item = i32>) -> Option<i32> {
     n.into_iter().max_by_key(|(b, k)| (*k, -*b)).map(|(b, _)| b)
 }
 
-/// Read again, together with the monospace line beside it, each box that Tesseract could make
-/// nothing of alone (`-rw-r--r--` before `1 ada ada 184 …` is read as nothing with no context)
-/// and that ends at most two characters before a monospace label on its row (or starts as
-/// soon after one). The reading replaces that label when it covers both.
-fn in_context(
-    rgba: &[u8],
-    width: u32,
-    height: u32,
-    unread: &[&LineBox],
-    labels: &mut [(Label, bool)],
-    pool: &EnginePool,
-    cache: &mut StripCache,
-) -> Result<(), EngineError> {
-    for line in unread {
-        let r = line.rect;
-        let beside = labels.iter().position(|(l, mono)| {
-            let o = l.rect;
-            let ov = o.bottom().min(r.bottom()) - o.y.max(r.y);
-            // Two and a half of the label's characters (a box of small letters such as "-v,"
-            // is only as tall as the x-height, and its trailing "," may lie outside it).
-            let cell = o.w as f64 / l.text.chars().count().max(1) as f64;
-            let gap = (2.5 * cell).max(2.0 * line.text_h.max(4) as f64) as i32;
-            *mono
-                && ov * 2 >= o.h.min(r.h)
-                && ((o.x >= r.right() && o.x - r.right() <= gap)
-                    || (r.x >= o.right() && r.x - o.right() <= gap))
-        });
-        let Some(k) = beside else { continue };
-        let whole = LineBox {
-            rect: r.union(&labels[k].0.rect),
-            text_h: line.text_h,
-            glyph: None,
-            mono: true,
-        };
-        let strip = make_strip(rgba, width, height, &whole);
-        let words = match cache.map.get(&strip.key) {
-            Some(w) => w.clone(),
-            None => {
-                let w = pool.with(0, |e| {
-                    e.read_gray(strip.gray.as_raw(), strip.gray.width(), strip.gray.height())
-                })?;
-                cache.map.insert(strip.key, w.clone());
-                w
-            }
-        };
-        let read = words_to_labels(&words, &strip);
-        if let [one] = read.as_slice() {
-            if one.label.rect.w * 10 >= whole.rect.w * 9 {
-                labels[k].0 = one.label.clone();
-            }
-        }
-    }
-    Ok(())
-}
-
-/// In proportional text a capital "I" alone is read as "|": a "|" standing alone before a
-/// lower-case word ("Sure, | will") is the pronoun. (In a terminal it is a pipe: monospace lines
-/// are left alone.)
-fn pronoun_i(text: &str) -> String {
-    let words: Vec<&str> = text.split(' ').collect();
-    let mut out: Vec<&str> = Vec::with_capacity(words.len());
-    for (k, w) in words.iter().enumerate() {
-        let next_lower = words
-            .get(k + 1)
-            .and_then(|n| n.chars().next())
-            .is_some_and(|c| c.is_lowercase());
-        out.push(if *w == "|" && next_lower { "I" } else { w });
-    }
-    out.join(" ")
-}
-
 /// A terminal or an editor draws the quotes typed, straight ones: Tesseract reads a "'" as a
 /// curly one (and then takes one at a word's start for a border).
 fn ascii_quotes(text: &str) -> String {
@@ -1172,8 +1040,7 @@ fn ascii_quotes(text: &str) -> String {
         .collect()
 }
 
-/// In a monospace line (code, a terminal), a zero whose dot or slash survived `undot_zeros` is
-/// read as "@" or "O": after a letter or digit and before anything but one ("x0:", "self.y0 }"),
+/// In a monospace line (code, a terminal), a dotted or slashed zero is read as "@" or "O": after a letter or digit and before anything but one ("x0:", "self.y0 }"),
 /// neither makes sense there. An address ("ada@host") or a word ("IO", "ZOOM") is left alone.
 fn mono_zeros(text: &str) -> String {
     let c: Vec<char> = text.chars().collect();
@@ -1311,13 +1178,10 @@ fn read_strips(
         // One cell read as two characters is undone before words are judged by their
         // characters' confidences.
         let pitch = strips[i].mono.then(|| strip_pitch(&words)).flatten();
-        if let Some(p) = pitch {
+        if let Some(p) = pitch.filter(|_| rule("drop-doubled")) {
             words.iter_mut().for_each(|w| drop_doubled(w, p));
         }
         for w in &mut words {
-            read_once(w);
-            glued_pipe(w);
-            by_topology(w, g);
             // Tesseract can score a word 0 whose every character it is sure of (the halves of
             // "voxdesk_core::geometry::" split at "::"): the characters' word is taken. On a
             // monospace line one character may be less sure ("build-01$" scored 20 for a
@@ -1329,14 +1193,14 @@ fn read_strips(
                 [least, next, ..] if strips[i].mono && least >= MONO_DOUBT_CONF => next,
                 [least, ..] => least,
             };
-            if w.conf < MIN_WORD_CONF && sure >= SURE_GLYPH_CONF {
+            if w.conf < MIN_WORD_CONF && sure >= SURE_GLYPH_CONF && rule("sure-glyph") {
                 w.conf = confs[0].max(MIN_WORD_CONF);
             }
         }
         if let [w] = &mut words[..] {
             // A brace alone on its line (a block's end at column 0) is read as "+" without the
             // code around it.
-            if matches!(w.text.as_str(), "+" | "{" | "}") {
+            if matches!(w.text.as_str(), "+" | "{" | "}") && rule("brace") {
                 if let Some(c) = brace_shape(&strips[i].gray) {
                     w.text = c.to_string();
                     w.conf = w.conf.max(90.0);
@@ -1347,7 +1211,8 @@ fn read_strips(
             }
         }
         // (The pitch again: reading once and the glued "|" change glyphs.)
-        if let Some(p) = strips[i].mono.then(|| strip_pitch(&words)).flatten() {
+        let pitch = strips[i].mono.then(|| strip_pitch(&words)).flatten();
+        if let Some(p) = pitch.filter(|_| rule("split-spaces")) {
             words = split_at_spaces(words, &strips[i].gray, p);
         }
         out.push((i, words));
@@ -1481,133 +1346,6 @@ fn split_at_spaces(words: Vec<RawWord>, gray: &GrayImage, pitch: f64) -> Vec<Raw
     out
 }
 
-/// A glyph's topology on the strip, ink being darker than `level`: its ink's pieces (specks
-/// aside) and its holes (background shut in by ink).
-fn topology(gray: &GrayImage, g: &Glyph, level: u8) -> (usize, usize) {
-    let (gw, gh) = (gray.width() as i32, gray.height() as i32);
-    // The box with a one-pixel margin, which is background joined to the outside.
-    let (x0, y0) = ((g.x0 - 1).max(0), (g.y0 - 1).max(0));
-    let (x1, y1) = ((g.x1 + 1).min(gw), (g.y1 + 1).min(gh));
-    let (w, h) = ((x1 - x0).max(0) as usize, (y1 - y0).max(0) as usize);
-    if w < 3 || h < 3 {
-        return (0, 0);
-    }
-    let ink = |i: usize| {
-        gray.get_pixel((x0 as usize + i % w) as u32, (y0 as usize + i / w) as u32)[0] < level
-    };
-    let (_, boxes) = components(w, h, ink);
-    let pieces = boxes[1..]
-        .iter()
-        .filter(|b| (b.2 - b.0) + (b.3 - b.1) >= 2)
-        .count();
-    // Background regions, 4-connected (the complement of 8-connected ink), that do not reach
-    // the margin. (Three pixels at least: one shut in between anti-aliased strokes is no
-    // counter; a 4-connected region of three or more spans two pixels or more.)
-    let (_, regions) = connected(w, h, |i| !ink(i), &[(0, -1), (-1, 0), (1, 0), (0, 1)]);
-    let (mx, my) = (w as i32 - 1, h as i32 - 1);
-    let holes = regions[1..]
-        .iter()
-        .filter(|b| b.0 > 0 && b.1 > 0 && b.2 < mx && b.3 < my)
-        .filter(|b| (b.2 - b.0) + (b.3 - b.1) >= 2)
-        .count();
-    (pieces, holes)
-}
-
-/// Characters of one shape but another topology: a "6" with no hole is a "G" ("186G" read
-/// "1866"), a "G" with one a "6". The hole is looked for with grey as ink too (a small 6's
-/// bowl, anti-aliased, is closed only by grey) and without (a G's opening stays open).
-fn by_topology(w: &mut RawWord, gray: &GrayImage) {
-    if !whole(w) {
-        return;
-    }
-    let mut changed = false;
-    for g in &mut w.glyphs {
-        let fixed = match g.ch {
-            '6' if topology(gray, g, 200) == (1, 0) && topology(gray, g, 128).1 == 0 => 'G',
-            'G' if topology(gray, g, 128) == (1, 1) => '6',
-            c => c,
-        };
-        changed |= fixed != g.ch;
-        g.ch = fixed;
-    }
-    if changed {
-        w.text = w.glyphs.iter().map(|g| g.ch).collect();
-    }
-}
-
-/// A "|" glued to lower-case letters or a "." is an "l" Tesseract doubted (the second line of a
-/// wrapped "data_export_final.zip" read "|.zip"): it becomes one, and a word Tesseract scored
-/// low for it alone is judged by its other characters, as `SURE_GLYPH_CONF` judges words.
-fn glued_pipe(w: &mut RawWord) {
-    if w.glyphs.len() < 2 || w.text.chars().count() != w.glyphs.len() {
-        return;
-    }
-    let chars: Vec<char> = w.glyphs.iter().map(|g| g.ch).collect();
-    let lowish = |c: Option<&char>| c.is_some_and(|c| c.is_ascii_lowercase() || *c == '.');
-    let mut fixed = Vec::new();
-    for i in 0..chars.len() {
-        if chars[i] == '|'
-            && lowish(chars.get(i + 1))
-            && (i == 0 || lowish(chars.get(i - 1)) || chars[i - 1] == '_')
-        {
-            fixed.push(i);
-        }
-    }
-    if fixed.is_empty() {
-        return;
-    }
-    for &i in &fixed {
-        w.glyphs[i].ch = 'l';
-    }
-    w.text = w.glyphs.iter().map(|g| g.ch).collect();
-    let others = w
-        .glyphs
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !fixed.contains(i))
-        .map(|(_, g)| g.conf)
-        .fold(f32::INFINITY, f32::min);
-    if w.conf < MIN_WORD_CONF && others >= SURE_GLYPH_CONF {
-        w.conf = others;
-    }
-}
-
-/// One glyph that Tesseract read as two characters over one box ("ttl" as "tt1l", a monospace
-/// "$" as "S$"): keep one. The taller box is the whole glyph (the "$" with its
-/// stroke through); between boxes of one height, the surer reading.
-fn read_once(w: &mut RawWord) {
-    let mut changed = false;
-    let mut i = 0;
-    while i + 1 < w.glyphs.len() {
-        let (a, b) = (w.glyphs[i], w.glyphs[i + 1]);
-        let ov = a.x1.min(b.x1) - a.x0.max(b.x0);
-        let narrow = (a.x1 - a.x0).min(b.x1 - b.x0).max(1);
-        let dollar = a.ch == 'S' && b.ch == '$' && ov * 2 >= narrow;
-        // Only thin look-alikes: the boxes of neighbouring letters of a proportional font
-        // overlap as much (measured: dropping any such pair lost 20 points of recall).
-        // Two different ones: a double letter ("ll", "11") has overlapping boxes too.
-        let thin = |c: char| "1lI|".contains(c);
-        let one_i = matches!((a.ch, b.ch), ('i', '1') | ('1', 'i'));
-        if dollar || (ov * 2 >= narrow && a.ch != b.ch && ((thin(a.ch) && thin(b.ch)) || one_i)) {
-            let (ha, hb) = (a.y1 - a.y0, b.y1 - b.y0);
-            let drop = if dollar || hb * 5 >= ha * 6 {
-                i
-            } else if ha * 5 >= hb * 6 || a.conf >= b.conf {
-                i + 1
-            } else {
-                i
-            };
-            w.glyphs.remove(drop);
-            changed = true;
-        } else {
-            i += 1;
-        }
-    }
-    if changed {
-        w.text = w.glyphs.iter().map(|g| g.ch).collect();
-    }
-}
-
 /// A lone "{" or "}" told by its shape: about twice as tall as wide, a stem with hooks at both
 /// ends bent one way and a spike at its middle pointing the other. A "+" is as wide as tall.
 fn brace_shape(gray: &GrayImage) -> Option<char> {
@@ -1723,11 +1461,16 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Piece> {
             for (k, w) in g.iter().enumerate() {
                 if k > 0 {
                     let a = g[k - 1];
-                    let underscore = underscore_between(&strip.gray, a, w, cw, top, base);
+                    let underscore =
+                        rule("underscore") && underscore_between(&strip.gray, a, w, cw, top, base);
                     // In a monospace run a space is a whole empty cell: words whose
                     // characters are one cell apart are one word Tesseract split at a "."
                     // or a ":" ("README .md", "crate: :geometry").
-                    let adjacent = match (pitch, a.glyphs.last(), w.glyphs.first()) {
+                    let adjacent = match (
+                        pitch.filter(|_| rule("mono-adjacent")),
+                        a.glyphs.last(),
+                        w.glyphs.first(),
+                    ) {
                         (Some(p), Some(l), Some(f)) if l.ch == ':' && f.ch == ':' => {
                             ((f.x0 + f.x1 - l.x0 - l.x1) as f64 / 2.0) < 1.5 * p
                         }
@@ -1749,14 +1492,22 @@ fn words_to_labels(words: &[RawWord], strip: &Strip) -> Vec<Piece> {
                 }
                 joined.push_str(&w.text);
             }
-            if strip.mono {
+            if strip.mono && rule("quotes") {
                 joined = ascii_quotes(&joined);
             }
-            let mut text = ranges(&key_names(&clean_text(&joined)));
+            let mut text = if rule("clean-text") {
+                clean_text(&joined)
+            } else {
+                joined.trim().to_string()
+            };
+            if rule("key-names") {
+                text = key_names(&text);
+            }
             // A name broken after an underscore (an icon's wrapped file name): the "_" ends the
             // line, where Tesseract drops it or `clean_text` takes it for a border.
             if let Some(last) = g.last().and_then(|w| w.glyphs.last()) {
                 if !text.ends_with('_')
+                    && rule("underscore")
                     && underscore_in(&strip.gray, last.x1, last.x1 + cw, cw, top, base)
                 {
                     text.push('_');
@@ -1997,27 +1748,6 @@ fn key_names(text: &str) -> String {
         .join(" ")
 }
 
-/// A dash between two numbers ("9:30 – 10:00", "2023 – 2024") is a range, which is set with an
-/// en dash; Tesseract reads that narrower dash as an em dash "—". Other dashes are left alone.
-fn ranges(text: &str) -> String {
-    let words: Vec<&str> = text.split(' ').collect();
-    let digit_end = |w: &str| w.chars().last().is_some_and(|c| c.is_ascii_digit());
-    let digit_start = |w: &str| w.chars().next().is_some_and(|c| c.is_ascii_digit());
-    words
-        .iter()
-        .enumerate()
-        .map(|(i, w)| {
-            let between = i > 0 && i + 1 < words.len();
-            if *w == "—" && between && digit_end(words[i - 1]) && digit_start(words[i + 1]) {
-                "–".to_string()
-            } else {
-                w.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// Single symbols that are whole labels on keypads and toolbars.
 const SYMBOL_KEYS: &str = "+-*/=×÷%<>()";
 
@@ -2194,17 +1924,6 @@ mod tests {
     }
 
     #[test]
-    fn a_lone_bar_before_a_word_is_the_pronoun() {
-        assert_eq!(
-            pronoun_i("Sure, | will swap them back"),
-            "Sure, I will swap them back"
-        );
-        assert_eq!(pronoun_i("| think so"), "I think so");
-        assert_eq!(pronoun_i("Home | About"), "Home | About");
-        assert_eq!(pronoun_i("a|b"), "a|b");
-    }
-
-    #[test]
     fn zeros_in_monospace_lines() {
         for (read, want) in [
             (
@@ -2221,67 +1940,6 @@ mod tests {
     }
 
     #[test]
-    fn a_glyph_read_twice_is_kept_once() {
-        let g = |ch, x0, x1, y0, conf| Glyph {
-            ch,
-            x0,
-            x1,
-            y0,
-            y1: 36,
-            conf,
-        };
-        let word = |glyphs: Vec<Glyph>| RawWord {
-            text: glyphs.iter().map(|g| g.ch).collect(),
-            x: 0,
-            y: 0,
-            w: 300,
-            h: 40,
-            conf: 90.0,
-            glyphs,
-        };
-        let cases = [
-            // "ttl" read "tt1l": the "1" and the "l" share a box; the surer one stays.
-            (
-                vec![
-                    g('t', 186, 197, 18, 99.0),
-                    g('t', 202, 212, 18, 99.0),
-                    g('1', 215, 224, 18, 92.0),
-                    g('l', 218, 230, 18, 97.6),
-                ],
-                "ttl",
-            ),
-            // A monospace "$" read "S$": the taller box is the glyph.
-            (
-                vec![g('S', 14, 26, 17, 96.5), g('$', 22, 30, 13, 93.9)],
-                "$",
-            ),
-            // Letters side by side, touching, and double letters: all stay.
-            (
-                vec![g('r', 10, 20, 18, 99.0), g('n', 14, 30, 18, 99.0)],
-                "rn",
-            ),
-            (
-                vec![g('1', 10, 20, 18, 99.0), g('1', 13, 22, 18, 99.0)],
-                "11",
-            ),
-            // "i32" read "i132".
-            (
-                vec![
-                    g('i', 10, 22, 18, 99.0),
-                    g('1', 13, 23, 18, 90.0),
-                    g('3', 25, 35, 18, 99.0),
-                ],
-                "i3",
-            ),
-        ];
-        for (glyphs, want) in cases {
-            let mut w = word(glyphs);
-            read_once(&mut w);
-            assert_eq!(w.text, want);
-        }
-    }
-
-    #[test]
     fn a_lone_brace_is_told_by_its_shape() {
         // A "}" 10 wide and 30 tall: hooks bent left at both ends, a spike right at the middle.
         let close = [(0, 0, 6, 2), (5, 0, 2, 30), (0, 28, 6, 2), (7, 14, 5, 2)];
@@ -2294,35 +1952,6 @@ mod tests {
         assert_eq!(brace_shape(&paper(20, 40, &plus)), None);
         // A ")" is a stem without a spike.
         assert_eq!(brace_shape(&paper(20, 40, &[(8, 5, 2, 30)])), None);
-    }
-
-    #[test]
-    fn the_dot_of_a_dotted_zero_is_erased_and_nothing_else() {
-        // A zero: a ring 12 wide and 20 tall with a 4 x 4 dot in its hole.
-        let ring = |x: u32| {
-            [
-                (x, 5, 12, 2),
-                (x, 23, 12, 2),
-                (x, 5, 2, 20),
-                (x + 10, 5, 2, 20),
-            ]
-        };
-        let mut ink = ring(5).to_vec();
-        ink.push((9, 13, 4, 4));
-        let mut g = paper(40, 30, &ink);
-        undot_zeros(&mut g);
-        assert_eq!(g, paper(40, 30, &ring(5)));
-        // A round ring (an "o" with something in it, a circled letter) is left alone.
-        let round = [
-            (5, 5, 16, 2),
-            (5, 19, 16, 2),
-            (5, 5, 2, 16),
-            (19, 5, 2, 16),
-            (11, 11, 4, 4),
-        ];
-        let mut g = paper(40, 30, &round);
-        undot_zeros(&mut g);
-        assert_eq!(g, paper(40, 30, &round));
     }
 
     #[test]
@@ -2386,43 +2015,6 @@ mod tests {
     }
 
     #[test]
-    fn a_pipe_glued_to_small_letters_is_an_l() {
-        let word = |text: &str, confs: &[f32], conf: f32| RawWord {
-            text: text.into(),
-            x: 0,
-            y: 0,
-            w: 10,
-            h: 10,
-            conf,
-            glyphs: text
-                .chars()
-                .zip(confs)
-                .map(|(ch, &c)| Glyph {
-                    ch,
-                    x0: 0,
-                    x1: 1,
-                    y0: 0,
-                    y1: 1,
-                    conf: c,
-                })
-                .collect(),
-        };
-        let mut w = word("|.zip", &[86.0, 97.9, 98.9, 98.9, 98.9], 2.0);
-        glued_pipe(&mut w);
-        assert_eq!((w.text.as_str(), w.conf), ("l.zip", 97.9));
-        // Other characters doubted too: the word stays doubted.
-        let mut w = word("|.zip", &[86.0, 60.0, 98.9, 98.9, 98.9], 2.0);
-        glued_pipe(&mut w);
-        assert_eq!((w.text.as_str(), w.conf), ("l.zip", 2.0));
-        // A pipe between words or before a capital is left alone.
-        for t in ["|", "|A", "a|B"] {
-            let mut w = word(t, &[90.0; 3], 80.0);
-            glued_pipe(&mut w);
-            assert_eq!(w.text, t);
-        }
-    }
-
-    #[test]
     fn monospace_quotes_are_straight() {
         assert_eq!(
             ascii_quotes("rm: cannot remove ‘old.log’: “x”"),
@@ -2457,7 +2049,6 @@ mod tests {
         let strip = Strip {
             gray: GrayImage::new(1, 1),
             bolder: None,
-            undotted: Vec::new(),
             origin: (100, 50),
             scale: 2.0,
             border: (0, 0),
@@ -2483,7 +2074,6 @@ mod tests {
         let strip = Strip {
             gray: GrayImage::new(1, 1),
             bolder: None,
-            undotted: Vec::new(),
             origin: (0, 0),
             scale: 1.0,
             border: (0, 0),
@@ -2547,13 +2137,6 @@ mod tests {
         ] {
             assert_eq!(key_names(same), same);
         }
-    }
-
-    #[test]
-    fn a_dash_between_numbers_is_a_range() {
-        assert_eq!(ranges("9:30 — 10:00 Standup"), "9:30 – 10:00 Standup");
-        assert_eq!(ranges("Files — Downloads"), "Files — Downloads");
-        assert_eq!(ranges("—"), "—");
     }
 
     #[test]
@@ -2701,58 +2284,6 @@ mod tests {
             drop_doubled(&mut w, pitch);
             assert_eq!(w.text, want);
             assert_eq!(w.glyphs.len(), want.chars().count());
-        }
-    }
-
-    #[test]
-    fn a_six_has_a_hole_and_a_g_has_none() {
-        // A closed bowl (a "6"), and the same with its right side open above the bar (a
-        // "G"); `grey`: its lower left side only grey, as anti-aliasing leaves a small 6.
-        let glyph = |open: bool, grey: bool| {
-            let mut img = GrayImage::from_pixel(24, 24, image::Luma([255]));
-            for y in 4..20u32 {
-                for x in 4..16u32 {
-                    let edge = !(6..14).contains(&x) || !(6..18).contains(&y);
-                    let gap = open && x >= 14 && (6..11).contains(&y);
-                    if edge && !gap {
-                        img.put_pixel(
-                            x,
-                            y,
-                            image::Luma([if grey && x < 6 && y > 12 { 170 } else { 20 }]),
-                        );
-                    }
-                }
-            }
-            img
-        };
-        let word = |ch: char| RawWord {
-            text: ch.to_string(),
-            x: 4,
-            y: 4,
-            w: 12,
-            h: 16,
-            conf: 90.0,
-            glyphs: vec![Glyph {
-                ch,
-                x0: 4,
-                x1: 16,
-                y0: 4,
-                y1: 20,
-                conf: 90.0,
-            }],
-        };
-        for (open, grey, read, want) in [
-            (false, true, '6', "6"),
-            (false, false, 'G', "6"),
-            // Only grey closes it: not sure enough to call a G a 6.
-            (false, true, 'G', "G"),
-            (true, false, '6', "G"),
-            (true, true, '6', "G"),
-            (true, false, 'G', "G"),
-        ] {
-            let mut w = word(read);
-            by_topology(&mut w, &glyph(open, grey));
-            assert_eq!(w.text, want, "open {open}, read {read}");
         }
     }
 

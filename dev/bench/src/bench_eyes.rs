@@ -231,6 +231,13 @@ fn one_widget_changed(rgba: &[u8], w: u32, gt: &GroundTruth) -> Option<Vec<u8>> 
 }
 
 pub fn eyes(o: &EyesOptions) -> Result<String> {
+    let unknown = voxdesk_perception::rules::unknown();
+    anyhow::ensure!(
+        unknown.is_empty(),
+        "VOXDESK_RULES_OFF names no rule: {} (the rules: {})",
+        unknown.join(", "),
+        voxdesk_perception::rules::NAMES.join(", ")
+    );
     let imgs = images(o)?;
     anyhow::ensure!(!imgs.is_empty(), "no images to read");
     let parts: Vec<String> = {
@@ -371,6 +378,10 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
             }));
         }
         out.push_str(&row("labels", &|p| p.all.labels.to_string()));
+        out.push_str(&row("found", &|p| p.all.found.to_string()));
+        out.push_str(&row("junk", &|p| {
+            format!("{}/{}", p.all.junk, p.all.targets)
+        }));
         out.push_str(&row("precision", &|p| match p.all.junk_rate() {
             Some(j) => format!("{:.1}", (1.0 - j) * 100.0),
             None => "–".into(),
