@@ -1,4 +1,4 @@
-//! Switches for measuring the pixel reader's rules one at a time: `VOXDESK_RULES_OFF=name,name` turns the named rules off for a `voxdesk bench eyes` run, so a rule keeps its place only while the measurement says it pays for itself (issue 35). Read once per process; unset in normal use.
+//! Switches for measuring the pixel reader's rules one at a time: `voxdesk bench eyes` with `VOXDESK_RULES_OFF=name,name` turns the named rules off for its run, so a rule keeps its place only while the measurement says it pays for itself (issue 35). Every rule is on unless a measurement turned it off.
 
 use std::collections::HashSet;
 use std::sync::OnceLock;
@@ -36,29 +36,40 @@ pub const NAMES: &[&str] = &[
     "join-wrapped",
 ];
 
-fn off() -> &'static HashSet<String> {
-    static OFF: OnceLock<HashSet<String>> = OnceLock::new();
-    OFF.get_or_init(|| {
-        std::env::var("VOXDESK_RULES_OFF")
-            .unwrap_or_default()
-            .split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect()
-    })
-}
+static OFF: OnceLock<HashSet<String>> = OnceLock::new();
 
-/// Whether rule `name` (one of [`NAMES`]) is on: always, unless the variable turns it off.
-pub fn on(name: &str) -> bool {
-    debug_assert!(NAMES.contains(&name), "unknown rule {name}");
-    !off().contains(name)
-}
-
-/// Names in the variable that are no rule (a misspelt ablation measures nothing).
-pub fn unknown() -> Vec<String> {
-    off()
+/// Turn the named rules off for the rest of this process (a measurement: `voxdesk bench eyes`
+/// reads `VOXDESK_RULES_OFF` and calls this once, before anything is read). Names that are no
+/// rule are refused, and nothing is turned off: a misspelt ablation would measure nothing.
+pub fn turn_off(names: &[String]) -> Result<(), Vec<String>> {
+    let unknown: Vec<String> = names
         .iter()
         .filter(|n| !NAMES.contains(&n.as_str()))
         .cloned()
-        .collect()
+        .collect();
+    if !unknown.is_empty() {
+        return Err(unknown);
+    }
+    let _ = OFF.set(names.iter().cloned().collect());
+    Ok(())
+}
+
+/// Whether rule `name` (one of [`NAMES`]) is on: always, unless [`turn_off`] named it.
+pub fn on(name: &str) -> bool {
+    debug_assert!(NAMES.contains(&name), "unknown rule {name}");
+    OFF.get().is_none_or(|off| !off.contains(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misspelt_rule_is_refused_and_turns_nothing_off() {
+        assert_eq!(
+            turn_off(&["pi".into(), "no-such-rule".into()]),
+            Err(vec!["no-such-rule".to_string()])
+        );
+        assert!(on("pi"));
+    }
 }
