@@ -191,6 +191,24 @@ fn values(targets: &[Target]) -> Vec<(&str, &Target, &str)> {
         .collect()
 }
 
+/// Has the tree not caught up with typing yet? Text was typed, and the focused editable field
+/// still holds, by its tree value, exactly what it held before: an app such as Chromium draws
+/// the letters before it tells the tree, and the pixels alone (read with the slips OCR is
+/// allowed) cannot tell a lost letter from a misread one. The caller looks once more and lets
+/// [`semantic`] judge on the tree's word.
+pub fn tree_lags(typed_now: &[String], before: &[Target], after: &[Target]) -> bool {
+    use voxdesk_core::semantic::State;
+    if typed_now.iter().all(|t| t.trim().is_empty()) {
+        return false;
+    }
+    let old = values(before);
+    values(after).into_iter().any(|(k, t, v)| {
+        let states = t.ax.as_ref().map(|a| a.states);
+        states.is_some_and(|s| s.has(State::FOCUSED) && s.has(State::EDITABLE))
+            && old.iter().any(|(k0, _, v0)| *k0 == k && *v0 == v)
+    })
+}
+
 /// What the accessibility tree says of a batch, exactly (no OCR slips): the text typed is in
 /// the field it went to, or that field holds something else (characters lost on the way); an
 /// expected text is in a field's value; a box became checked. `None` when the tree has nothing
@@ -841,6 +859,41 @@ mod tests {
                 drawn: true,
             }),
         }
+    }
+
+    #[test]
+    fn a_focused_field_whose_value_has_not_moved_since_typing_is_a_tree_that_lags() {
+        use voxdesk_core::semantic::{Role, State};
+        let field =
+            |v: &str, states: &[State]| ax_target(1, "Full name", Role::ENTRY, states, Some(v));
+        let focused = [State::EDITABLE, State::FOCUSED];
+        let typed = ["Ada Lovelace".to_string()];
+        // Chromium drew the letters; its tree still says "".
+        assert!(tree_lags(
+            &typed,
+            &[field("", &focused)],
+            &[field("", &focused)]
+        ));
+        // The tree caught up (with a letter lost or not): `semantic` judges, no waiting.
+        assert!(!tree_lags(
+            &typed,
+            &[field("", &focused)],
+            &[field("Ada ovelace", &focused)]
+        ));
+        // Nothing typed, or the field not focused (the text went elsewhere): nothing to wait for.
+        assert!(!tree_lags(
+            &[],
+            &[field("", &focused)],
+            &[field("", &focused)]
+        ));
+        let unfocused = [State::EDITABLE];
+        assert!(!tree_lags(
+            &typed,
+            &[field("", &unfocused)],
+            &[field("", &unfocused)]
+        ));
+        // No tree at all (a terminal): nothing to wait for.
+        assert!(!tree_lags(&typed, &[], &[]));
     }
 
     #[test]
