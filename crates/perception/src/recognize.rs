@@ -1088,10 +1088,10 @@ fn join_wrapped(mut labels: Vec<Label>, bg: impl Fn(&Rect) -> [u8; 3]) -> Vec<La
                     && (r.y - last.bottom()) * 5 <= last.h * 4
                     && ((2 * r.x + r.w) - axis).abs() <= 6.max(last.h / 2)
                     && (((r.w - last.w).abs() >= 3
-                        // Lines that start (or end) at one x are rows aligned to that side,
+                        // Lines that start (or end) at the same x are rows aligned to that side,
                         // however close their middles: a centred wrap moves both ends.
-                        && (r.x - last.x).abs() >= 2
-                        && (r.right() - last.right()).abs() >= 2)
+                        && r.x != last.x
+                        && r.right() != last.right())
                         || broken(&labels[group[group.len() - 1]].text))
                     && (r.h - last.h).abs() * 2 <= r.h.max(last.h)
             });
