@@ -693,14 +693,9 @@ impl Driver for LocalPlanner {
                         reason,
                         no_change: true,
                     } => {
-                        let what = if reason.contains("did not change") {
-                            String::new()
-                        } else {
-                            format!(" ({reason})")
-                        };
                         return give_up(
                             say,
-                            format!("{plan} was done, but nothing on screen changed{what}, so I cannot tell whether it took effect; I am not repeating it, because doing it twice could do it twice"),
+                            format!("{plan} was done, but nothing on screen showed it ({reason}), so I cannot tell whether it took effect; I am not repeating it, because doing it twice could do it twice"),
                         );
                     }
                     Verdict::Failed { reason, .. } => {

@@ -327,7 +327,7 @@ fn table_of_policies_over_a_fake_desk() {
             "type \"hello\"",
             vec![NoChange],
             Status::Failed,
-            "Typing \"hello\" was done, but nothing on screen changed, so I cannot tell whether it took effect; I am not repeating it",
+            "Typing \"hello\" was done, but nothing on screen showed it (the screen did not change), so I cannot tell whether it took effect; I am not repeating it",
             1,
             0,
             0,

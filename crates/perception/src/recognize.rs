@@ -217,6 +217,7 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
     let bitmap = is_bitmap_text(&hist, top);
     let scale = (TARGET_TEXT_H / line.text_h.max(1) as f64).clamp(1.0, MAX_UPSCALE);
     let (bx, by) = (STRIP_BORDER_X, STRIP_BORDER_Y);
+    let darken = line.mono && rule("mono-darken");
     let render = |dist: &[u8]| {
         let gray = GrayImage::from_fn(cw as u32, ch as u32, |x, y| {
             let d = dist[y as usize * cw + x as usize] as u32;
@@ -225,7 +226,6 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
             // half grey (an underscore, the dot of a ":"), which Tesseract drops: darken them.
             // (Not the background's own grain: a fill a level or two off its quantised mean
             // would turn grey, and its edge against the white margin read as a stroke.)
-            let darken = line.mono && rule("mono-darken");
             let v = if darken && v >= 5 {
                 ((v as f64 / 255.0).sqrt() * 255.0) as u32
             } else if darken {
@@ -999,14 +999,13 @@ fn shapes_of(s: &Strip, words: &[RawWord]) -> Vec<(usize, usize, Shape)> {
     let Some(base) = lowest_common(bottoms.map(|c| c.y1)) else {
         return Vec::new();
     };
-    let gray = &s.gray;
     let mut out = Vec::new();
     for (wi, w) in words.iter().enumerate() {
         if w.text.chars().count() != w.glyphs.len() {
             continue;
         }
         for (gi, g) in w.glyphs.iter().enumerate() {
-            if let Some(sh) = Shape::of(gray, g, base, s.scale) {
+            if let Some(sh) = Shape::of(&s.gray, g, base, s.scale) {
                 out.push((wi, gi, sh));
             }
         }
