@@ -335,6 +335,27 @@ fn a_chromium_form_is_submitted_with_the_name_typed_once() {
 }
 
 #[test]
+fn a_field_that_kept_less_than_was_typed_is_never_called_done() {
+    let Some(rig) = rig() else { return };
+    let d: &str = &rig;
+    let dir = workdir();
+    let data = records("web-short-field");
+    let t = task_suite::prepare("web-short-field", dir.path()).unwrap();
+    let (_app, _) = start(d, &t);
+    let r = run(d, &t, &data);
+    let story = r.story();
+    // The field holds "Ada Lovelac" (its maxlength is 11): the typing is not verified,
+    // voxdesk stops before Add and says what the field holds.
+    assert_eq!(
+        titles(d, t.class),
+        vec!["Guest list".to_string()],
+        "{story}"
+    );
+    assert_eq!(r.code(), Some(1), "{story}");
+    assert!(story.contains("now holds \\\"Ada Lovelac\\\""), "{story}");
+}
+
+#[test]
 fn a_password_is_never_typed_into_a_password_field_clicked_in_a_batch_before() {
     let Some(rig) = rig() else { return };
     let d: &str = &rig;

@@ -399,7 +399,16 @@ impl Desk {
             }
         }
         let mut at = typed_at(&now_typed, before, &after.perception.targets);
-        if all_ran && texts && matches!(verdict, Verdict::Unconfirmed(_)) {
+        let contradicted = |after: &Observation| {
+            all_ran
+                .then(|| verify::tree_contradicts(&now_typed, before, &after.perception.targets))
+                .flatten()
+        };
+        if all_ran
+            && texts
+            && matches!(verdict, Verdict::Unconfirmed(_))
+            && contradicted(&after).is_none()
+        {
             // Look where the text went: the lines whose pixels changed, read whole, before
             // and after (the targets can miss text glued to a caret or inside an input).
             if let Some((b, a)) = self.reread(&p.obs, &after) {
@@ -448,6 +457,10 @@ impl Desk {
                     after = self.shown(o);
                 }
             }
+        }
+        // The field's own value has the last word over pixels read with slips allowed.
+        if let Some(why) = contradicted(&after) {
+            verdict = Verdict::Unconfirmed(why);
         }
         self.typed_at.extend(at);
         p.times.verify = ms_since(t);

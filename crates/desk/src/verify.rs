@@ -209,6 +209,46 @@ pub fn tree_lags(typed_now: &[String], before: &[Target], after: &[Target]) -> b
     })
 }
 
+/// Return and Tab are keys, not the field's text.
+fn typed_text(text: &str) -> &str {
+    text.trim_end_matches(['\n', '\r', '\t'])
+}
+
+/// Does the tree's exact word contradict the typing? Text was typed, a field's value changed,
+/// and no changed field gained the text: it holds something else (a letter lost on the way,
+/// a field that rewrote it). The reason, or `None`. This is final: the pixels, read with the
+/// slips OCR is allowed, cannot overrule the field's own value (they read "Ada ovelace" as
+/// "Ada Lovelace").
+pub fn tree_contradicts(
+    typed_now: &[String],
+    before: &[Target],
+    after: &[Target],
+) -> Option<String> {
+    let old = values(before);
+    let value_before = |key: &str| old.iter().find(|(k, _, _)| *k == key).map(|(_, _, v)| *v);
+    let changed: Vec<(&Target, &str, &str)> = values(after)
+        .into_iter()
+        .filter_map(|(k, t, v)| {
+            let b = value_before(k).unwrap_or("");
+            (b != v).then_some((t, v, b))
+        })
+        .collect();
+    let (t, v, _) = *changed.first()?;
+    typed_now.iter().map(|s| typed_text(s)).find_map(|want| {
+        let gained = changed
+            .iter()
+            .any(|(_, v, b)| v.matches(want).count() > b.matches(want).count());
+        (!want.is_empty() && !gained).then(|| {
+            format!(
+                "{} {} ({:?}) now holds {v:?}, not {want:?} as typed",
+                role_of(t),
+                t.id,
+                t.text
+            )
+        })
+    })
+}
+
 /// What the accessibility tree says of a batch, exactly (no OCR slips): the text typed is in
 /// the field it went to, or that field holds something else (characters lost on the way); an
 /// expected text is in a field's value; a box became checked. `None` when the tree has nothing
@@ -229,31 +269,21 @@ pub fn semantic(
             (b != v).then_some((t, v, b))
         })
         .collect();
+    if let Some(why) = tree_contradicts(typed_now, before, after) {
+        return Some(Verdict::Unconfirmed(why));
+    }
     let mut notes: Vec<String> = Vec::new();
     for text in typed_now {
-        // Return and Tab are keys, not the field's text.
-        let want = text.trim_end_matches(['\n', '\r', '\t']);
-        if want.is_empty() || changed.is_empty() {
-            continue;
-        }
+        let want = typed_text(text);
         let into =
             |(_, v, b): &&(&Target, &str, &str)| v.matches(want).count() > b.matches(want).count();
-        match changed.iter().find(into) {
-            Some((t, _, _)) => notes.push(format!(
+        if let Some((t, _, _)) = changed.iter().find(into) {
+            notes.push(format!(
                 "{want:?} is in {} {} ({:?}), exactly",
                 role_of(t),
                 t.id,
                 t.text
-            )),
-            None => {
-                let (t, v, _) = changed[0];
-                return Some(Verdict::Unconfirmed(format!(
-                    "{} {} ({:?}) now holds {v:?}, not {want:?} as typed",
-                    role_of(t),
-                    t.id,
-                    t.text
-                )));
-            }
+            ));
         }
     }
     notes.extend(state_changes(before, after));
@@ -894,6 +924,42 @@ mod tests {
         ));
         // No tree at all (a terminal): nothing to wait for.
         assert!(!tree_lags(&typed, &[], &[]));
+    }
+
+    #[test]
+    fn the_fields_value_contradicts_typing_that_lost_a_letter() {
+        use voxdesk_core::semantic::{Role, State};
+        let field = |v: &str| {
+            ax_target(
+                1,
+                "Full name",
+                Role::ENTRY,
+                &[State::EDITABLE, State::FOCUSED],
+                Some(v),
+            )
+        };
+        let typed = ["Ada Lovelace".to_string()];
+        // (typed, value before, value after, contradicted)
+        let cases: &[(&[String], &str, &str, bool)] = &[
+            (&typed, "", "Ada ovelace", true),
+            (&typed, "", "Ada Lovelace", false),
+            // A field that keeps more than was typed (a suggestion completed) still has it.
+            (&typed, "", "Ada Lovelace, Countess", false),
+            // The value did not move (the tree lags, or no tree word): nothing to say.
+            (&typed, "", "", false),
+            (&typed, "Ada", "Ada", false),
+            // Enter is a key, not text: "Ada Lovelace\n" is judged as "Ada Lovelace".
+            (&["Ada Lovelace\n".to_string()], "", "Ada Lovelace", false),
+            (&["Ada Lovelace\n".to_string()], "", "Ada Lovelae", true),
+            // Nothing typed: a field that changed is not a contradiction.
+            (&[], "", "anything", false),
+        ];
+        for (typed, b, a, want) in cases {
+            let got = tree_contradicts(typed, &[field(b)], &[field(a)]);
+            assert_eq!(got.is_some(), *want, "{typed:?} {b:?} -> {a:?}: {got:?}");
+        }
+        let why = tree_contradicts(&typed, &[field("")], &[field("Ada ovelace")]).unwrap();
+        assert!(why.contains("now holds \"Ada ovelace\""), "{why}");
     }
 
     #[test]
