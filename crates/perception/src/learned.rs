@@ -1,4 +1,4 @@
-//! The learned reader (`perception.reader = "learned"`): PP-OCRv6 finds the text boxes in the regions to read and reads each one (`voxdesk-ppocr`), in place of the pixel rules of `lines` and Tesseract. Rules kept on top, each measured: a box the detector joined across a gap much wider than its line's letter spacing, or across a button's border (a rule between toolbar buttons, a pill's outline), is cut there into labels. After a change the detector looks only around the changed pixels and the labels they touch, and boxes are cached by their pixels, so a one-widget change reads one box.
+//! The learned reader (`perception.reader = "learned"`): PP-OCRv6 finds the text boxes in the regions to read (each region scaled for the detector by the size of its text) and reads each one (`voxdesk-ppocr`), in place of the pixel rules of `lines` and Tesseract. Rules kept on top, each measured: a box the detector joined across a gap much wider than its line's letter spacing, or across a button's border (a rule between toolbar buttons, a pill's outline), is cut there into labels. After a change the detector looks only around the changed pixels and the labels they touch, and boxes are cached by their pixels, so a one-widget change reads one box.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -46,8 +46,44 @@ const DETECT_OVERLAP: i32 = 64;
 /// Bound on cached boxes; past it the cache starts over.
 const CACHE_CAP: usize = 8192;
 
+/// The x-height (capture pixels) the detector is best at, chosen with `voxdesk bench eyes` on
+/// train and dev: a region whose text is larger is shown to the detector scaled down to it
+/// (never below [`MIN_DETECT_SCALE`]). A HiDPI screen's text is twice the size; the detector
+/// finds it as well at half the scale, in a quarter of the time.
+pub const DETECT_XH: f32 = 10.0;
+/// The least a region is scaled for the detector.
+pub const MIN_DETECT_SCALE: f32 = 0.5;
+
+/// The scale the detector should see `region` at: [`DETECT_XH`] over the region's typical
+/// x-height, as the pixel rules of [`crate::lines`] measure it (a few milliseconds a frame),
+/// each line weighted by its width. 1 when no text-like line is found.
+pub fn detect_scale(rgba: &[u8], width: u32, height: u32, region: Rect, xh: f32) -> f32 {
+    let mut hs: Vec<(i32, i32)> = crate::lines::find_lines(rgba, width, height, region)
+        .into_iter()
+        .filter(|l| l.glyph.is_none() && l.rect.w >= 2 * l.rect.h && l.text_h >= 3)
+        .map(|l| (l.text_h, l.rect.w))
+        .collect();
+    if hs.is_empty() {
+        return 1.0;
+    }
+    hs.sort_unstable();
+    let total: i64 = hs.iter().map(|&(_, w)| w as i64).sum();
+    let mut acc = 0i64;
+    let median = hs
+        .iter()
+        .find(|&&(_, w)| {
+            acc += w as i64;
+            2 * acc >= total
+        })
+        .map_or(hs[0].0, |&(h, _)| h);
+    (xh / median as f32).clamp(MIN_DETECT_SCALE, 1.0)
+}
+
 pub struct Learned {
     ocr: Ocr,
+    /// The detector's scale: measured per region from its text ([`detect_scale`], this being
+    /// the x-height aimed at), or fixed (the benchmark's choice).
+    scale: DetectScale,
     /// Where a line is cut into labels ([`GAPS`]).
     pub gaps: voxdesk_ppocr::Gaps,
     /// A box's pixels → its text and confidence (none: not text).
@@ -64,6 +100,7 @@ impl Learned {
         Ok(Learned {
             ocr: Ocr::load(models, threads).map_err(err)?,
             gaps: GAPS,
+            scale: DetectScale::ByText(DETECT_XH),
             cache: HashMap::new(),
         })
     }
@@ -72,9 +109,9 @@ impl Learned {
         self.cache.clear();
     }
 
-    /// The scale the detector sees the frame at (1: as captured).
-    pub fn set_detect_scale(&mut self, scale: f32) {
-        self.ocr.params.scale = scale;
+    /// The scale the detector sees the frame at (for the benchmark that chooses it).
+    pub fn set_detect_scale(&mut self, scale: DetectScale) {
+        self.scale = scale;
         self.cache.clear();
     }
 
@@ -174,10 +211,29 @@ impl Learned {
         region: Rect,
     ) -> Result<Vec<Rect>, EngineError> {
         let mut boxes = Vec::new();
-        for (win, own) in crate::tiles::content(rgba, width, height, region)
-            .iter()
-            .flat_map(|r| crate::tiles::windows(*r, DETECT_AREA, DETECT_OVERLAP))
-        {
+        for r in crate::tiles::content(rgba, width, height, region) {
+            let s = match self.scale {
+                DetectScale::Fixed(s) => s,
+                DetectScale::ByText(xh) => detect_scale(rgba, width, height, r, xh),
+            };
+            self.ocr.params.scale = s;
+            // The detector's memory grows with the pixels it is given, after scaling.
+            let area = (DETECT_AREA as f32 / (s * s).min(1.0)) as i32;
+            boxes.extend(self.find_in(rgba, width, height, r, area)?);
+        }
+        Ok(boxes)
+    }
+
+    fn find_in(
+        &mut self,
+        rgba: &[u8],
+        width: u32,
+        height: u32,
+        r: Rect,
+        area: i32,
+    ) -> Result<Vec<Rect>, EngineError> {
+        let mut boxes = Vec::new();
+        for (win, own) in crate::tiles::windows(r, area, DETECT_OVERLAP) {
             let found = self
                 .ocr
                 .detect(rgba, width, height, bbox(&win))
@@ -239,6 +295,15 @@ impl Learned {
     }
 }
 
+/// How the detector's scale is chosen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DetectScale {
+    /// From each region's text: this x-height is what the detector sees ([`detect_scale`]).
+    ByText(f32),
+    /// One scale for everything (1: as captured).
+    Fixed(f32),
+}
+
 fn bbox(r: &Rect) -> Bbox {
     Bbox {
         x: r.x,
@@ -261,4 +326,37 @@ fn key(rgba: &[u8], width: u32, b: &Rect) -> u64 {
         rgba[at..at + b.w as usize * 4].hash(&mut h);
     }
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scale_of(page: &str) -> f32 {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/ui");
+        let img = image::open(dir.join(format!("{page}.png")))
+            .unwrap()
+            .to_rgba8();
+        let (w, h) = img.dimensions();
+        let all = Rect::new(0, 0, w as i32, h as i32);
+        detect_scale(img.as_raw(), w, h, all, DETECT_XH)
+    }
+
+    #[test]
+    fn text_twice_as_large_is_detected_at_about_half_the_scale() {
+        for page in ["calendar", "chat", "code", "files", "menus"] {
+            let one = scale_of(&format!("{page}-light-1x"));
+            let two = scale_of(&format!("{page}-light-2x"));
+            assert!(one >= 0.9, "{page} at 1x: {one}");
+            assert!(two <= 0.7 && two >= MIN_DETECT_SCALE, "{page} at 2x: {two}");
+        }
+    }
+
+    #[test]
+    fn a_region_without_text_is_detected_as_captured() {
+        let (w, h) = (64u32, 32u32);
+        let blank = vec![255u8; (w * h * 4) as usize];
+        let all = Rect::new(0, 0, w as i32, h as i32);
+        assert_eq!(detect_scale(&blank, w, h, all, DETECT_XH), 1.0);
+    }
 }

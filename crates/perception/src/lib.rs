@@ -132,7 +132,7 @@ impl Perceiver {
     }
 
     /// The scale the learned detector sees frames at (for the benchmark that chooses it).
-    pub fn set_detect_scale(&mut self, scale: f32) {
+    pub fn set_detect_scale(&mut self, scale: learned::DetectScale) {
         if let Some(l) = &mut self.learned {
             l.set_detect_scale(scale);
         }

@@ -276,21 +276,29 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
         let mut p = Perceiver::new(engine::default_workers())?;
         // "learned@1.3@0.75@0.9@6.5@1": the learned reader with other gaps between labels
         // (always at 1.3 ink heights; at 0.9 where 6.5 times the line's median glyph gap),
-        // another scale for the detector, and buttons' borders cut at (1) or not (0); any may be
-        // left empty or off.
+        // another scale for the detector ("0.75": one scale; "xh12": scaled per region to an
+        // x-height of 12 px), and buttons' borders cut at (1) or not (0); any may be left empty
+        // or off.
         let mut knobs = reader.split('@');
         let kind = knobs.next().unwrap_or_default();
-        let mut num = || -> Result<Option<f32>> {
-            knobs
-                .next()
-                .filter(|g| !g.is_empty())
-                .map(|g| {
-                    g.parse::<f32>()
-                        .context("learned@WIDE@SCALE@NEAR@RATIO@BORDERS")
-                })
-                .transpose()
+        let parse = |g: &str| {
+            g.parse::<f32>()
+                .context("learned@WIDE@SCALE@NEAR@RATIO@BORDERS")
         };
-        let (wide, scale, near, ratio, borders) = (num()?, num()?, num()?, num()?, num()?);
+        let mut next = || knobs.next().filter(|g| !g.is_empty());
+        let wide = next().map(parse).transpose()?;
+        let scale = match next() {
+            Some(g) => Some(match g.strip_prefix("xh") {
+                Some(xh) => voxdesk_perception::learned::DetectScale::ByText(parse(xh)?),
+                None => voxdesk_perception::learned::DetectScale::Fixed(parse(g)?),
+            }),
+            None => None,
+        };
+        let (near, ratio, borders) = (
+            next().map(parse).transpose()?,
+            next().map(parse).transpose()?,
+            next().map(parse).transpose()?,
+        );
         if kind == "learned" {
             let models = std::env::var_os("VOXDESK_MODELS_DIR").map(PathBuf::from);
             p.use_learned(models.as_deref(), engine::default_workers())?;
