@@ -48,16 +48,23 @@ const CACHE_CAP: usize = 8192;
 
 /// The x-height (capture pixels) the detector is best at, chosen with `voxdesk bench eyes` on
 /// train and dev: a region whose text is larger is shown to the detector scaled down to it
-/// (never below [`MIN_DETECT_SCALE`]). A HiDPI screen's text is twice the size; the detector
-/// finds it as well at half the scale, in a quarter of the time.
+/// (never below [`MIN_DETECT_SCALE`]; up to [`MAX_DETECT_SCALE`] where it is smaller). A HiDPI
+/// screen's text is twice the size; the detector finds it as well at half the scale, in a
+/// quarter of the time.
 pub const DETECT_XH: f32 = 10.0;
 /// The least a region is scaled for the detector.
 pub const MIN_DETECT_SCALE: f32 = 0.5;
+/// The most a region is scaled up for the detector (small text). Measured on dev with
+/// `voxdesk bench eyes` (stride 3, "learned@@xh10:1.25"): 1.25 found train 2493 → 2490, dev
+/// 2557 → 2574, the real apps 195 → 198, but the detector's memory grew past 300 MB (318), and
+/// with its windows shrunk to hold memory the fixtures' cold pass took 2176 → 2932 ms. Not taken:
+/// 1 (1.5 and 2 found the same as 1.25 and cost more).
+pub const MAX_DETECT_SCALE: f32 = 1.0;
 
 /// The scale the detector should see `region` at: [`DETECT_XH`] over the region's typical
 /// x-height, as the pixel rules of [`crate::lines`] measure it (a few milliseconds a frame),
 /// each line weighted by its width. 1 when no text-like line is found.
-pub fn detect_scale(rgba: &[u8], width: u32, height: u32, region: Rect, xh: f32) -> f32 {
+pub fn detect_scale(rgba: &[u8], width: u32, height: u32, region: Rect, xh: f32, max: f32) -> f32 {
     let mut hs: Vec<(i32, i32)> = crate::lines::find_lines(rgba, width, height, region)
         .into_iter()
         .filter(|l| l.glyph.is_none() && l.rect.w >= 2 * l.rect.h && l.text_h >= 3)
@@ -76,7 +83,7 @@ pub fn detect_scale(rgba: &[u8], width: u32, height: u32, region: Rect, xh: f32)
             2 * acc >= total
         })
         .map_or(hs[0].0, |&(h, _)| h);
-    (xh / median as f32).clamp(MIN_DETECT_SCALE, 1.0)
+    (xh / median as f32).clamp(MIN_DETECT_SCALE, max.max(MIN_DETECT_SCALE))
 }
 
 pub struct Learned {
@@ -100,7 +107,10 @@ impl Learned {
         Ok(Learned {
             ocr: Ocr::load(models, threads).map_err(err)?,
             gaps: GAPS,
-            scale: DetectScale::ByText(DETECT_XH),
+            scale: DetectScale::ByText {
+                xh: DETECT_XH,
+                max: MAX_DETECT_SCALE,
+            },
             cache: HashMap::new(),
         })
     }
@@ -214,11 +224,11 @@ impl Learned {
         for r in crate::tiles::content(rgba, width, height, region) {
             let s = match self.scale {
                 DetectScale::Fixed(s) => s,
-                DetectScale::ByText(xh) => detect_scale(rgba, width, height, r, xh),
+                DetectScale::ByText { xh, max } => detect_scale(rgba, width, height, r, xh, max),
             };
             self.ocr.params.scale = s;
             // The detector's memory grows with the pixels it is given, after scaling.
-            let area = (DETECT_AREA as f32 / (s * s).min(1.0)) as i32;
+            let area = (DETECT_AREA as f32 / (s * s)) as i32;
             boxes.extend(self.find_in(rgba, width, height, r, area)?);
         }
         Ok(boxes)
@@ -309,7 +319,7 @@ fn a_shape(text: &str) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum DetectScale {
     /// From each region's text: this x-height is what the detector sees ([`detect_scale`]).
-    ByText(f32),
+    ByText { xh: f32, max: f32 },
     /// One scale for everything (1: as captured).
     Fixed(f32),
 }
@@ -349,7 +359,7 @@ mod tests {
             .to_rgba8();
         let (w, h) = img.dimensions();
         let all = Rect::new(0, 0, w as i32, h as i32);
-        detect_scale(img.as_raw(), w, h, all, DETECT_XH)
+        detect_scale(img.as_raw(), w, h, all, DETECT_XH, MAX_DETECT_SCALE)
     }
 
     #[test]
@@ -387,6 +397,9 @@ mod tests {
         let (w, h) = (64u32, 32u32);
         let blank = vec![255u8; (w * h * 4) as usize];
         let all = Rect::new(0, 0, w as i32, h as i32);
-        assert_eq!(detect_scale(&blank, w, h, all, DETECT_XH), 1.0);
+        assert_eq!(
+            detect_scale(&blank, w, h, all, DETECT_XH, MAX_DETECT_SCALE),
+            1.0
+        );
     }
 }

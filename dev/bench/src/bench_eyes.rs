@@ -23,7 +23,7 @@ pub struct EyesOptions {
     pub readers: Vec<String>,
     /// Only these splits (empty: all).
     pub only: Vec<String>,
-    /// Every n-th image of each part (1: all).
+    /// Every n-th template of each part, with all its images (1: all).
     pub stride: usize,
     pub misses: bool,
     /// Real applications with truth from their accessibility tree (`voxdesk bench apps`).
@@ -45,6 +45,7 @@ struct Template {
 
 struct Image {
     name: String,
+    template: String,
     split: String,
     png: PathBuf,
     gt: GroundTruth,
@@ -169,6 +170,7 @@ fn images(o: &EyesOptions) -> Result<Vec<Image>> {
                 .with_context(|| format!("parsing {}", json.display()))?;
             out.push(Image {
                 name: stem,
+                template,
                 split,
                 png,
                 gt,
@@ -185,12 +187,19 @@ fn images(o: &EyesOptions) -> Result<Vec<Image>> {
     if let Some(a) = &o.apps {
         add_dir(a, Some("apps"))?;
     }
-    // Every n-th image of each part.
-    let mut n: BTreeMap<String, usize> = BTreeMap::new();
+    // Every n-th template of each part, with all its images: a stride over images would keep
+    // only some of a template's variants (every other image is every 1x one, its 2x left out).
+    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
     out.retain(|i| {
-        let k = n.entry(i.split.clone()).or_default();
-        *k += 1;
-        (*k - 1) % o.stride.max(1) == 0
+        let ts = seen.entry(i.split.clone()).or_default();
+        let k = match ts.iter().position(|t| *t == i.template) {
+            Some(k) => k,
+            None => {
+                ts.push(i.template.clone());
+                ts.len() - 1
+            }
+        };
+        k % o.stride.max(1) == 0
     });
     Ok(out)
 }
@@ -277,7 +286,7 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
         // "learned@1.3@0.75@0.9@6.5@1": the learned reader with other gaps between labels
         // (always at 1.3 ink heights; at 0.9 where 6.5 times the line's median glyph gap),
         // another scale for the detector ("0.75": one scale; "xh12": scaled per region to an
-        // x-height of 12 px), and buttons' borders cut at (1) or not (0); any may be left empty
+        // x-height of 12 px, "xh12:1.5" up to 1.5 times where text is smaller), and buttons' borders cut at (1) or not (0); any may be left empty
         // or off.
         let mut knobs = reader.split('@');
         let kind = knobs.next().unwrap_or_default();
@@ -289,7 +298,13 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
         let wide = next().map(parse).transpose()?;
         let scale = match next() {
             Some(g) => Some(match g.strip_prefix("xh") {
-                Some(xh) => voxdesk_perception::learned::DetectScale::ByText(parse(xh)?),
+                Some(xh) => {
+                    let (xh, max) = xh.split_once(':').unwrap_or((xh, "1"));
+                    voxdesk_perception::learned::DetectScale::ByText {
+                        xh: parse(xh)?,
+                        max: parse(max)?,
+                    }
+                }
                 None => voxdesk_perception::learned::DetectScale::Fixed(parse(g)?),
             }),
             None => None,

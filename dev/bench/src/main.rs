@@ -61,7 +61,7 @@ enum BenchCmd {
         /// Only these splits, comma separated (train, dev, test, fixtures).
         #[arg(long, default_value = "")]
         only: String,
-        /// Every n-th image of each part.
+        /// Every n-th template of each part, with all its images (light and dark, 1x and 2x).
         #[arg(long, default_value_t = 1)]
         stride: usize,
         /// Write every miss and junk target to target/bench-eyes-misses.tsv.
