@@ -209,6 +209,29 @@ pub fn tree_lags(typed_now: &[String], before: &[Target], after: &[Target]) -> b
     })
 }
 
+/// The fields whose tree value changed: (target, value now, value before; "" if it had none).
+fn changed_fields<'a>(
+    before: &'a [Target],
+    after: &'a [Target],
+) -> Vec<(&'a Target, &'a str, &'a str)> {
+    let old = values(before);
+    values(after)
+        .into_iter()
+        .filter_map(|(k, t, v)| {
+            let b = old
+                .iter()
+                .find(|(k0, _, _)| *k0 == k)
+                .map_or("", |(_, _, v0)| *v0);
+            (b != v).then_some((t, v, b))
+        })
+        .collect()
+}
+
+/// Did a field's value gain `text` (hold it more often than before)?
+fn gained(now: &str, before: &str, text: &str) -> bool {
+    now.matches(text).count() > before.matches(text).count()
+}
+
 /// Return and Tab are keys, not the field's text.
 fn typed_text(text: &str) -> &str {
     text.trim_end_matches(['\n', '\r', '\t'])
@@ -224,21 +247,11 @@ pub fn tree_contradicts(
     before: &[Target],
     after: &[Target],
 ) -> Option<String> {
-    let old = values(before);
-    let value_before = |key: &str| old.iter().find(|(k, _, _)| *k == key).map(|(_, _, v)| *v);
-    let changed: Vec<(&Target, &str, &str)> = values(after)
-        .into_iter()
-        .filter_map(|(k, t, v)| {
-            let b = value_before(k).unwrap_or("");
-            (b != v).then_some((t, v, b))
-        })
-        .collect();
+    let changed = changed_fields(before, after);
     let (t, v, _) = *changed.first()?;
     typed_now.iter().map(|s| typed_text(s)).find_map(|want| {
-        let gained = changed
-            .iter()
-            .any(|(_, v, b)| v.matches(want).count() > b.matches(want).count());
-        (!want.is_empty() && !gained).then(|| {
+        let got = changed.iter().any(|(_, v, b)| gained(v, b, want));
+        (!want.is_empty() && !got).then(|| {
             format!(
                 "{} {} ({:?}) now holds {v:?}, not {want:?} as typed",
                 role_of(t),
@@ -260,24 +273,17 @@ pub fn semantic(
     after: &[Target],
     pixels: &Verdict,
 ) -> Option<Verdict> {
-    let old = values(before);
-    let value_before = |key: &str| old.iter().find(|(k, _, _)| *k == key).map(|(_, _, v)| *v);
-    let changed: Vec<(&Target, &str, &str)> = values(after)
-        .into_iter()
-        .filter_map(|(k, t, v)| {
-            let b = value_before(k).unwrap_or("");
-            (b != v).then_some((t, v, b))
-        })
-        .collect();
+    let changed = changed_fields(before, after);
     if let Some(why) = tree_contradicts(typed_now, before, after) {
         return Some(Verdict::Unconfirmed(why));
     }
     let mut notes: Vec<String> = Vec::new();
     for text in typed_now {
         let want = typed_text(text);
-        let into =
-            |(_, v, b): &&(&Target, &str, &str)| v.matches(want).count() > b.matches(want).count();
-        if let Some((t, _, _)) = changed.iter().find(into) {
+        if want.is_empty() {
+            continue;
+        }
+        if let Some((t, _, _)) = changed.iter().find(|(_, v, b)| gained(v, b, want)) {
             notes.push(format!(
                 "{want:?} is in {} {} ({:?}), exactly",
                 role_of(t),
@@ -293,11 +299,11 @@ pub fn semantic(
     if pixels.is_miss() && !expect.is_empty() && expect.disappears.is_empty() && change_ok {
         // What OCR missed may be a field's value, read exactly (the words drawn in a field
         // the tree names are that field's target, whose text is its name).
-        let all_in_fields = expect.appears.iter().chain(&expect.shows).all(|s| {
-            changed
-                .iter()
-                .any(|(_, v, b)| v.matches(s.as_str()).count() > b.matches(s.as_str()).count())
-        });
+        let all_in_fields = expect
+            .appears
+            .iter()
+            .chain(&expect.shows)
+            .all(|s| changed.iter().any(|(_, v, b)| gained(v, b, s)));
         if all_in_fields && !(expect.appears.is_empty() && expect.shows.is_empty()) {
             let mut why: Vec<String> = expect
                 .appears
