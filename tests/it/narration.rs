@@ -70,7 +70,16 @@ impl Speaker {
                 .spawn()
                 .expect("parecord"),
         );
-        std::thread::sleep(Duration::from_millis(300));
+        // Recording once samples reach the file (the monitor gives silence when nothing plays):
+        // on a sound server just started, the first client took about 3 s to begin, and a fixed
+        // wait cut the start of what was played.
+        let t = std::time::Instant::now();
+        while std::fs::metadata(wav).map_or(0, |m| m.len()) < 8192
+            && t.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(100));
         Speaker(g)
     }
 

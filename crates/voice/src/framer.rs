@@ -1,5 +1,7 @@
 //! Interleaved device samples → mono → a model's rate (rubato) → frames of PCM16 (pure, testable): what the mic's thread and the echo canceller cut their audio with.
 
+use std::time::Duration;
+
 /// Interleaved device samples → mono → the model's rate → frames of PCM16 (pure, testable).
 pub struct Framer {
     channels: usize,
@@ -9,6 +11,8 @@ pub struct Framer {
     /// Samples at the model's rate waiting for a full frame.
     out: Vec<i16>,
     frame: usize,
+    from: u32,
+    to: u32,
 }
 
 impl Framer {
@@ -36,7 +40,23 @@ impl Framer {
             mono: Vec::new(),
             out: Vec::new(),
             frame: frame.max(1),
+            from: from.max(1),
+            to: to.max(1),
         })
+    }
+
+    /// How long a frame lasts.
+    pub fn frame_duration(&self) -> Duration {
+        Duration::from_secs_f64(self.frame as f64 / f64::from(self.to))
+    }
+
+    /// The audio held back after the last frame emitted (short of a resampler chunk or of a
+    /// frame): how long before the newest sample pushed that frame ended.
+    pub fn held(&self) -> Duration {
+        Duration::from_secs_f64(
+            self.out.len() as f64 / f64::from(self.to)
+                + self.mono.len() as f64 / f64::from(self.from),
+        )
     }
 
     /// Take interleaved samples; call `emit` with each full frame.
@@ -100,6 +120,22 @@ mod tests {
                 std::iter::repeat_n(s, channels)
             })
             .collect()
+    }
+
+    #[test]
+    fn what_is_held_after_the_last_frame_is_its_age() {
+        // Same rate: 40 ms in, two 16 ms frames out and 8 ms held.
+        let mut f = Framer::new(16_000, 16_000, 16, 1).unwrap();
+        let mut n = 0;
+        f.push(&tone(16_000, 40, 1), |_| n += 1);
+        assert_eq!((n, f.frame_duration()), (2, Duration::from_millis(16)));
+        assert_eq!(f.held(), Duration::from_millis(8));
+        // Resampled: never more held than a frame and a resampler chunk (16 ms each).
+        let mut f = Framer::new(48_000, 16_000, 16, 2).unwrap();
+        for ms in [5, 40, 3, 16, 27] {
+            f.push(&tone(48_000, ms, 2), |_| {});
+            assert!(f.held() < Duration::from_millis(32), "{:?}", f.held());
+        }
     }
 
     #[test]

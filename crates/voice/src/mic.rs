@@ -10,7 +10,7 @@ use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 pub use crate::framer::Framer;
 
 /// What the mic thread hands on: one frame of PCM16 mono at the asked rate, and when its last
-/// sample was taken from the ring.
+/// sample arrived (the time of the read that completed it, less the audio read after it).
 pub struct Frame {
     pub pcm: Vec<i16>,
     pub at: Instant,
@@ -141,6 +141,7 @@ impl Mic {
                 }
                 let mut chunk = Vec::with_capacity(ring.buffer().capacity());
                 let mut cleaned = Vec::with_capacity(ring.buffer().capacity());
+                let mut done: Vec<Vec<i16>> = Vec::new();
                 while r.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_millis(5));
                     chunk.clear();
@@ -158,12 +159,23 @@ impl Mic {
                         None => &chunk,
                     };
                     for (framer, sink) in &mut framers {
-                        framer.push(heard, |pcm| {
+                        framer.push(heard, |pcm| done.push(pcm));
+                        // Each frame is stamped with when its last sample arrived, not when
+                        // it was read: one read may complete several frames (more of them on
+                        // a busy machine), and the echo guard lines a frame up with what was
+                        // played by this time (measured: frames read together all stamped
+                        // `now` were compared with a later moment of the voice, and the tail
+                        // of a word it had just played looked like a person: false pauses).
+                        let (held, len) = (framer.held(), framer.frame_duration());
+                        let n = done.len();
+                        for (i, pcm) in done.drain(..).enumerate() {
+                            let age = held + len * (n - 1 - i) as u32;
+                            let at = now.checked_sub(age).unwrap_or(now);
                             s.frames.fetch_add(1, Ordering::Relaxed);
-                            if !sink(Frame { pcm, at: now }) {
+                            if !sink(Frame { pcm, at }) {
                                 s.dropped_frames.fetch_add(1, Ordering::Relaxed);
                             }
-                        });
+                        }
                     }
                 }
                 drop(stream);

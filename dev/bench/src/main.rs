@@ -152,6 +152,20 @@ pub fn voice_knobs() -> &'static voxdesk_core::config::Voice {
 }
 
 fn main() -> ExitCode {
+    // What `VOXDESK_LOG` asks, on stderr (default: warnings), as in voxdesk itself; the wire
+    // crates capped below TRACE in the same way.
+    use tracing_subscriber::prelude::*;
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(voxdesk_core::private::log_cap()),
+        )
+        .with(
+            tracing_subscriber::EnvFilter::try_from_env("VOXDESK_LOG")
+                .unwrap_or_else(|_| "warn,enigo=error".into()),
+        )
+        .init();
     let cli = Cli::parse();
     match run(cli.what) {
         Ok(()) => ExitCode::SUCCESS,
