@@ -233,10 +233,9 @@ impl Learned {
                 DetectScale::Fixed(s) => s,
                 DetectScale::ByText { xh, max } => detect_scale(rgba, width, height, r, xh, max),
             };
-            self.ocr.params.scale = s;
             // The detector's memory grows with the pixels it is given, after scaling.
             let area = (DETECT_AREA as f32 / (s * s)) as i32;
-            boxes.extend(self.find_in(rgba, width, height, r, area)?);
+            boxes.extend(self.find_in(rgba, width, height, r, area, s)?);
         }
         Ok(boxes)
     }
@@ -248,12 +247,13 @@ impl Learned {
         height: u32,
         r: Rect,
         area: i32,
+        scale: f32,
     ) -> Result<Vec<Rect>, EngineError> {
         let mut boxes = Vec::new();
         for (win, own) in crate::tiles::windows(r, area, DETECT_OVERLAP) {
             let found = self
                 .ocr
-                .detect(rgba, width, height, bbox(&win))
+                .detect(rgba, width, height, bbox(&win), scale)
                 .map_err(err)?;
             boxes.extend(
                 found

@@ -39,8 +39,6 @@ pub struct DetParams {
     pub box_thresh: f32,
     /// DB's unclip ratio: boxes grow by area × ratio / perimeter.
     pub unclip: f32,
-    /// The frame is scaled by this before the detector sees it (at most to [`DET_MAX_SIDE`]).
-    pub scale: f32,
 }
 
 impl Default for DetParams {
@@ -49,7 +47,6 @@ impl Default for DetParams {
             thresh: 0.3,
             box_thresh: 0.5,
             unclip: 1.6,
-            scale: 1.0,
         }
     }
 }
@@ -141,17 +138,19 @@ impl Ocr {
         })
     }
 
-    /// Text boxes in `region` of an RGBA frame, in the frame's pixels.
+    /// Text boxes in `region` of an RGBA frame, in the frame's pixels. The detector sees the
+    /// region scaled by `scale` (at most to [`DET_MAX_SIDE`]).
     pub fn detect(
         &mut self,
         rgba: &[u8],
         width: u32,
         height: u32,
         region: Bbox,
+        scale: f32,
     ) -> Result<Vec<Found>, OcrError> {
         let r = clip(region, width, height)
             .ok_or_else(|| OcrError::Image(format!("no region {region:?} in {width}x{height}")))?;
-        let scale = (DET_MAX_SIDE as f32 / r.w.max(r.h) as f32).min(self.params.scale);
+        let scale = (DET_MAX_SIDE as f32 / r.w.max(r.h) as f32).min(scale);
         let sw = ((r.w as f32 * scale).round() as u32).max(1);
         let sh = ((r.h as f32 * scale).round() as u32).max(1);
         let (iw, ih) = (
