@@ -1,11 +1,14 @@
 //! Scores targets against ground-truth labels: a label is found when a target has its exact text and a centre inside its box (or, for a piece of one drawn line, when a target of that line reads it in place); a target inside no label is junk.
 //!
-//! Two rules keep the score honest where one text node is not one target:
+//! Three rules keep the score honest where one text node is not one target:
 //! - A syntax-coloured terminal or code line is several text nodes (labels) but one drawn line,
 //!   and the loop wants the line. A label marked as part of a line (`line`) is also found by a
 //!   target centred in that line's box whose text contains the label's text where the label is:
 //!   that text lies within the label's box (to 1.5 character widths; the box spans the node's
 //!   leading indentation, which its trimmed text does not show).
+//! - Text nodes that run on as one line of text, in one size and colour on one fill and a word
+//!   space apart ("#5484 opened ", "14 days ago", " by quinn"), are pieces of one drawn line in
+//!   the same way (`GroundTruth::join_runs`): nothing drawn shows where one node ends.
 //! - A wrapped name (an icon's file name on two lines) is one text node whose box spans both
 //!   lines: only a target that reads the whole name counts. Half a name is not the name.
 //!
@@ -104,7 +107,7 @@ impl GtLabel {
     }
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 pub struct GtBox {
     pub x: f64,
     pub y: f64,
@@ -112,8 +115,10 @@ pub struct GtBox {
     pub h: f64,
 }
 
-/// A fixture's ground truth file (`NAME.json` beside `NAME.png`).
+/// A fixture's ground truth file (`NAME.json` beside `NAME.png`), with the text nodes that run
+/// on as one drawn line of text joined into it ([`GroundTruth::join_runs`]).
 #[derive(Debug, Clone, Deserialize)]
+#[serde(from = "TruthFile")]
 pub struct GroundTruth {
     pub width: u32,
     pub height: u32,
@@ -121,12 +126,40 @@ pub struct GroundTruth {
     pub theme: String,
     pub labels: Vec<GtLabel>,
     /// Boxes of non-text things (icons) — reading them as text is junk.
-    #[serde(default)]
     pub icons: Vec<GtBox>,
     /// Where the truth came from when it is not the whole page ("accessibility tree": the
     /// elements an app exposes, not every text it draws, so text read elsewhere is no junk).
-    #[serde(default)]
     pub truth: Option<String>,
+}
+
+/// The file as written.
+#[derive(Deserialize)]
+struct TruthFile {
+    width: u32,
+    height: u32,
+    scale: f64,
+    theme: String,
+    labels: Vec<GtLabel>,
+    #[serde(default)]
+    icons: Vec<GtBox>,
+    #[serde(default)]
+    truth: Option<String>,
+}
+
+impl From<TruthFile> for GroundTruth {
+    fn from(f: TruthFile) -> Self {
+        let mut gt = GroundTruth {
+            width: f.width,
+            height: f.height,
+            scale: f.scale,
+            theme: f.theme,
+            labels: f.labels,
+            icons: f.icons,
+            truth: f.truth,
+        };
+        gt.join_runs();
+        gt
+    }
 }
 
 impl GroundTruth {
@@ -134,6 +167,90 @@ impl GroundTruth {
     pub fn complete(&self) -> bool {
         self.truth.is_none()
     }
+
+    /// Text nodes that run on as one drawn line of text become pieces of that line (as the
+    /// `data-line` pieces of a terminal or code line are): "#5484 opened ", "14 days ago",
+    /// " by quinn" are three nodes of the page but one line on the screen, in one size and one
+    /// colour on one fill, a word space apart, and nothing drawn tells where one node ends.
+    /// Nodes in another colour or size, on another fill, or further apart than a word space
+    /// stay labels of their own (a reader can see them apart). Only where the truth knows the
+    /// colours (`contrast`; not the accessibility tree's).
+    pub fn join_runs(&mut self) {
+        let n = self.labels.len();
+        let joinable =
+            |l: &GtLabel| l.line.is_none() && !optional(l.kind()) && l.contrast.is_some();
+        let mut root: Vec<usize> = (0..n).collect();
+        fn find(root: &mut [usize], mut i: usize) -> usize {
+            while root[i] != i {
+                root[i] = root[root[i]];
+                i = root[i];
+            }
+            i
+        }
+        for a in 0..n {
+            for b in 0..n {
+                let (la, lb) = (&self.labels[a], &self.labels[b]);
+                if a != b && joinable(la) && joinable(lb) && runs_on(la, lb, self.scale) {
+                    let (ra, rb) = (find(&mut root, a), find(&mut root, b));
+                    root[ra.max(rb)] = ra.min(rb);
+                }
+            }
+        }
+        let mut next = self
+            .labels
+            .iter()
+            .filter_map(|l| l.line.map(|ln| ln.id + 1))
+            .max()
+            .unwrap_or(0);
+        let mut runs: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+        for i in 0..n {
+            let r = find(&mut root, i);
+            runs.entry(r).or_default().push(i);
+        }
+        for members in runs.into_values().filter(|m| m.len() > 1) {
+            let boxes: Vec<GtBox> = members.iter().map(|&i| self.labels[i].bbox).collect();
+            let x0 = boxes.iter().map(|b| b.x).fold(f64::INFINITY, f64::min);
+            let y0 = boxes.iter().map(|b| b.y).fold(f64::INFINITY, f64::min);
+            let x1 = boxes
+                .iter()
+                .map(|b| b.x + b.w)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let y1 = boxes
+                .iter()
+                .map(|b| b.y + b.h)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let line = GtLine {
+                id: next,
+                bbox: GtBox {
+                    x: x0,
+                    y: y0,
+                    w: x1 - x0,
+                    h: y1 - y0,
+                },
+            };
+            next += 1;
+            for i in members {
+                self.labels[i].line = Some(line);
+            }
+        }
+    }
+}
+
+/// Does `b` go on `a`'s line of text right after it: the same size, colour and fill, the same
+/// line (centres within a quarter of the height), and at most a word space (0.4 em) after it?
+fn runs_on(a: &GtLabel, b: &GtLabel, scale: f64) -> bool {
+    let (ab, bb) = (&a.bbox, &b.bbox);
+    let same_colour = match (a.contrast, b.contrast) {
+        (Some(x), Some(y)) => (x - y).abs() <= 0.05,
+        _ => false,
+    };
+    let gap = bb.x - (ab.x + ab.w);
+    (a.font_px - b.font_px).abs() < 0.5
+        && a.on_colour == b.on_colour
+        && same_colour
+        && (ab.h - bb.h).abs() <= 0.3 * ab.h.max(bb.h)
+        && ((ab.y + ab.h / 2.0) - (bb.y + bb.h / 2.0)).abs() <= 0.25 * ab.h.min(bb.h)
+        && (-2.0..=0.4 * a.font_px * scale).contains(&gap)
 }
 
 impl GtBox {
@@ -256,6 +373,41 @@ mod tests {
                 {"text":"Save  As","box":{"x":100,"y":10,"w":60,"h":14},"font_px":11,"on_colour":true}]}"#,
         )
         .unwrap()
+    }
+
+    #[test]
+    fn nodes_that_run_on_as_one_line_are_its_pieces() {
+        // "#5484 opened " "14 days ago" " by quinn" in one colour; a link in another colour
+        // right after; a node two ems further on; one in the same colour on the next line.
+        let g: GroundTruth = serde_json::from_str(
+            r##"{"width":800,"height":100,"scale":2,"theme":"light","labels":[
+                {"text":"#5484 opened","box":{"x":100,"y":20,"w":174,"h":24},"font_px":12,"contrast":5.77},
+                {"text":"14 days ago","box":{"x":274,"y":20,"w":144,"h":24},"font_px":12,"contrast":5.77},
+                {"text":"by quinn","box":{"x":418,"y":20,"w":106,"h":24},"font_px":12,"contrast":5.77},
+                {"text":"edit","box":{"x":530,"y":20,"w":50,"h":24},"font_px":12,"contrast":3.1},
+                {"text":"Closed","box":{"x":630,"y":20,"w":80,"h":24},"font_px":12,"contrast":5.77},
+                {"text":"Next line","box":{"x":100,"y":46,"w":120,"h":24},"font_px":12,"contrast":5.77}]}"##,
+        )
+        .unwrap();
+        let line = |i: usize| g.labels[i].line.map(|l| l.id);
+        assert!(line(0).is_some());
+        assert_eq!(line(0), line(1));
+        assert_eq!(line(1), line(2));
+        assert_eq!((line(3), line(4), line(5)), (None, None, None));
+        let t = |text: &str, x, w| Found {
+            text: text.into(),
+            rect: Rect::new(x, 20, w, 24),
+        };
+        // The run read whole finds its three pieces, in place; not the link beside it.
+        let run = [t("#5484 opened 14 days ago by quinn", 100, 424)];
+        assert_eq!(score(&g, &run, |_| true, false).found, 3);
+        // A misread run finds only the pieces it reads; a piece read alone is found.
+        let misread = [t("#5484 opened 14 days ago by quin", 100, 424)];
+        assert_eq!(score(&g, &misread, |_| true, false).found, 2);
+        assert_eq!(
+            score(&g, &[t("by quinn", 418, 106)], |_| true, false).found,
+            1
+        );
     }
 
     #[test]
