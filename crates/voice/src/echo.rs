@@ -2,8 +2,10 @@
 //!
 //! Time is counted in frames (16 ms each); nothing here reads a clock.
 
-/// Lags looked at: 0 to 15 frames (0–240 ms) between playing a block and hearing it.
-pub const LAGS: usize = 16;
+/// Lags looked at: 0 to 63 frames (0–1 s) between playing a block and hearing it. The sound
+/// server's buffer grows on a busy machine (measured: with PulseAudio's latency at 250 ms the
+/// echo arrived past a 240 ms window and paused the voice four times in three sentences).
+pub const LAGS: usize = 64;
 /// Played frames needed before a lag is trusted.
 const WARM: u32 = 60;
 /// How quickly old frames are forgotten (about 3 s).
