@@ -1,4 +1,4 @@
-//! The echo path's delay (pure): which of the recent 16 ms slices of what the speaker played the microphone is hearing now, found as the lag whose played levels follow the microphone's best, so the echo guard compares speech with the echo of that moment instead of the loudest of a quarter second.
+//! The echo path's delay (pure): which of the recent 16 ms slices of what the speaker played the microphone is hearing now, found as the lag whose played levels follow the microphone's best, so the echo guard compares speech with the echo of that moment instead of the loudest of the last second.
 //!
 //! Time is counted in frames (16 ms each); nothing here reads a clock.
 

@@ -553,14 +553,9 @@ impl Worker {
                         self.echo.lag()
                     );
                 }
-                // The voice sounds for the microphone as long as its echo may still arrive.
-                let tail = self.echo.lag().map_or(echo::LAGS, |k| k + 2) as u64
-                    * u64::from(floor::FRAME_MS);
-                let tail = Duration::from_millis(tail.max(100));
-                let from = f.at.checked_sub(tail).unwrap_or(f.at);
                 (
                     echo_ref,
-                    hushed || b.reference.level(from, f.at) > 1e-3,
+                    hushed || b.reference.sounding(Duration::from_millis(100)),
                     hushed,
                 )
             }
