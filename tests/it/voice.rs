@@ -244,8 +244,67 @@ fn play_through(narrator: &mut Narrator, reference: &voxdesk_voice::reference::R
     }
 }
 
+/// The voice crate's trace, kept in memory for this process (frames and echo guard decisions),
+/// so that a failing test can show the frames around what went wrong on CI's machine.
+fn voice_trace() -> &'static std::sync::Mutex<Vec<u8>> {
+    static BUF: std::sync::OnceLock<&'static std::sync::Mutex<Vec<u8>>> =
+        std::sync::OnceLock::new();
+    BUF.get_or_init(|| {
+        let buf: &'static std::sync::Mutex<Vec<u8>> = Box::leak(Box::default());
+        struct W(&'static std::sync::Mutex<Vec<u8>>);
+        impl std::io::Write for W {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("voxdesk_voice=trace")
+            .with_ansi(false)
+            .with_writer(move || W(buf))
+            .try_init();
+        buf
+    })
+}
+
+/// The trace's lines within `around` lines of a pause.
+fn frames_around_pauses(around: usize) -> String {
+    let t = String::from_utf8_lossy(&voice_trace().lock().unwrap_or_else(|p| p.into_inner()))
+        .to_string();
+    let lines: Vec<&str> = t.lines().collect();
+    let mut keep = vec![false; lines.len()];
+    for (i, l) in lines.iter().enumerate() {
+        if l.contains("Pause") || l.contains("echo arrives") {
+            for k in keep
+                .iter_mut()
+                .take((i + 3).min(lines.len()))
+                .skip(i.saturating_sub(around))
+            {
+                *k = true;
+            }
+        }
+    }
+    lines
+        .iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(l, _)| *l)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[test]
 fn its_own_voice_looped_into_the_mic_does_not_interrupt_it() {
+    voice_trace()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clear();
     let Some(_rig) = rig() else { return };
     let _unload = loopback(0.316);
     let dir = tempfile::tempdir().unwrap();
@@ -280,7 +339,8 @@ fn its_own_voice_looped_into_the_mic_does_not_interrupt_it() {
     assert_eq!(
         st.pauses.load(std::sync::atomic::Ordering::Relaxed),
         0,
-        "its own voice paused it"
+        "its own voice paused it; the frames around it:\n{}",
+        frames_around_pauses(12)
     );
     let heard = crate::narration::sounding_seconds(&rec_path);
     assert!(
