@@ -1,4 +1,4 @@
-//! The learned reader (`perception.reader = "learned"`): PP-OCRv6 finds the text boxes in the regions to read (each region scaled for the detector by the size of its text) and reads each one (`voxdesk-ppocr`), in place of the pixel rules of `lines` and Tesseract. Rules kept on top, each measured: a box the detector joined across a gap much wider than its line's letter spacing, or across a button's border (a rule between toolbar buttons, a pill's outline), is cut there into labels. After a change the detector looks only around the changed pixels and the labels they touch, and boxes are cached by their pixels, so a one-widget change reads one box.
+//! The learned reader (`perception.reader = "learned"`): PP-OCRv6 finds the text boxes in the regions to read (each region scaled for the detector by the size of its text) and reads each one (`voxdesk-ppocr`), in place of the pixel rules of `lines` and Tesseract. Rules kept on top, each measured: a box the detector joined across a gap much wider than its line's letter spacing, across a button's border (a rule between toolbar buttons, a pill's outline), or between words in two colours (a name and the grey time beside it), is cut there into labels. After a change the detector looks only around the changed pixels and the labels they touch, and boxes are cached by their pixels, so a one-widget change reads one box.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -34,11 +34,21 @@ pub const MIN_SCORE_ONE: f32 = 0.8;
 /// without 86.1 / 86.4 / 87.7 (badges in thin rings, a letter of a thin font glued to a rule
 /// are what they cost); kept because without them Xaw's buttons are one label and the task
 /// suite's xedit-save and xmessage-accept fail every run with this reader.
+///
+/// Words in inks that differ by 64 or more in a channel are two labels (a name and the grey
+/// time after it, a breadcrumb's links, a diff's line number and its marker); in a monospace
+/// line only across a gutter (centres 2.5 cells apart), where colours are a line's tokens.
+/// Measured with `voxdesk bench eyes` (stride 3, train / dev found of 3000 / 2948): without
+/// 2585 / 2682; 64: 2664 / 2688 (junk 22 → 21, 13 → 11); 96: 2654 / 2687. Cut at any word
+/// gap, monospace or not: 2749 / 2611 at 48 (code pieces such as "=" and ");" read alone and
+/// lost); in monospace at an ink gap of 1.5 cells: 2709 / 2689 (a space beside a narrow glyph
+/// is that wide). Real apps 195 = 195, the fixtures 2571 → 2593.
 pub const GAPS: voxdesk_ppocr::Gaps = voxdesk_ppocr::Gaps {
     wide: 1.3,
     near: 0.9,
     ratio: 6.5,
     borders: true,
+    colour: 64,
 };
 /// The detector looks at most this many pixels at once: its working memory grows with them
 /// (about 250 bytes a pixel; a whole 1920×1080 frame at once held 530 MB).

@@ -670,14 +670,19 @@ pub struct Gaps {
     pub ratio: f32,
     /// Buttons' borders part labels and are left out of them (see `erase_borders`).
     pub borders: bool,
+    /// Two words whose inks differ by at least this much (the largest difference of a channel,
+    /// 0–255) are two labels: a link in a sentence, a variable's name and its value, a name and
+    /// the grey time beside it. 0: never.
+    pub colour: u8,
 }
 
 /// A detector's box as labels: its ink (the pixels that differ from their row's fill)
 /// split into lines where whole rows are empty, and each line into labels where whole columns
 /// are empty for more than `gap` × the line's ink height (a word space is about a third of it;
-/// two labels the detector joined, "Data file   Osaka", stand an em or more apart), and at
+/// two labels the detector joined, "Data file   Osaka", stand an em or more apart), at
 /// buttons' borders (thin strokes from the line's top to its bottom, far taller than its
-/// letters). Each piece keeps a margin of a fifth of its height, as the recogniser was trained
+/// letters), and between words in two colours (`Gaps::colour`; in a monospace line only
+/// across a gutter). Each piece keeps a margin of a fifth of its height, as the recogniser was trained
 /// with, up and down only over empty rows. Pure.
 pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
     let (bw, bh) = (b.w as usize, b.h as usize);
@@ -783,17 +788,75 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
             g >= (gaps.wide * h).max(4.0)
                 || (g >= (gaps.near * h).max(4.0) && g >= gaps.ratio * median as f32)
         };
+        // Words (glyphs closer than a fifth of the line's height) and their ink's colour.
+        let word_gap = ((0.2 * h).ceil() as usize).max(2);
+        let words = runs(&col_on, bw, word_gap);
+        let ink_of = |x0: usize, x1: usize| -> [f32; 3] {
+            let mut most = 0u8;
+            for y in y0..y1 {
+                for x in x0..x1 {
+                    if ink[y * bw + x] {
+                        most = most.max(diff(px(x, y), y));
+                    }
+                }
+            }
+            let floor = (most as f32 * 0.8) as u8;
+            let (mut sum, mut n) = ([0f32; 3], 0f32);
+            for y in y0..y1 {
+                for x in x0..x1 {
+                    if ink[y * bw + x] && diff(px(x, y), y) >= floor {
+                        let c = px(x, y);
+                        for i in 0..3 {
+                            sum[i] += c[i] as f32;
+                        }
+                        n += 1.0;
+                    }
+                }
+            }
+            sum.map(|v| v / n.max(1.0))
+        };
+        let colours: Vec<[f32; 3]> = if gaps.colour > 0 {
+            words.iter().map(|&(a, z)| ink_of(a, z)).collect()
+        } else {
+            Vec::new()
+        };
+        let word_at = |x: usize| words.iter().position(|&(a, z)| a <= x && x < z);
+        // In a monospace line (code, a terminal) colours mark tokens of one line, not labels:
+        // there only a gap of two cells or more (a gutter) parts two colours.
+        // Two glyphs' centres two cells apart stand a space apart; a gutter is wider. A line
+        // too short to tell (fewer than seven glyphs) is not cut by colour.
+        let pitch = mono_pitch(&glyphs);
+        let recoloured =
+            |l: (usize, usize), r: (usize, usize)| match (word_at(l.0), word_at(r.0), pitch) {
+                (Some(i), Some(j), Some(p))
+                    if i != j
+                        && gaps.colour > 0
+                        && (p == 0.0 || (r.0 + r.1 - l.0 - l.1) as f32 >= 5.0 * p) =>
+                {
+                    let (p, q) = (colours[i], colours[j]);
+                    (0..3).any(|c| (p[c] - q[c]).abs() >= gaps.colour as f32)
+                }
+                _ => false,
+            };
         let mut labels: Vec<(usize, usize)> = Vec::new();
-        for (x0, x1) in glyphs {
+        let mut prev: Option<(usize, usize)> = None;
+        for (x0, x1) in glyphs.iter().copied() {
             let wall = |a: usize, z: usize| {
                 walls
                     .iter()
                     .any(|w| w.0 >= a && w.1 <= z && w.2 < y1 && w.3 > y0)
             };
             match labels.last_mut() {
-                Some(last) if !cut_at(x0 - last.1) && !wall(last.1, x0) => last.1 = x1,
+                Some(last)
+                    if !cut_at(x0 - last.1)
+                        && !wall(last.1, x0)
+                        && !prev.is_some_and(|p| recoloured(p, (x0, x1))) =>
+                {
+                    last.1 = x1
+                }
                 _ => labels.push((x0, x1)),
             }
+            prev = Some((x0, x1));
         }
         for (x0, x1) in labels {
             let m = ((lh as f32) * 0.2).ceil() as i32 + 1;
@@ -839,6 +902,35 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
     } else {
         out
     }
+}
+
+/// The cell width of a monospace line from its glyphs (runs of inked columns): most steps
+/// between neighbouring glyphs' centres are one cell (within a pixel), where a proportional
+/// font's vary with its letters. 0 for a proportional line; None for one too short to tell.
+fn mono_pitch(glyphs: &[(usize, usize)]) -> Option<f32> {
+    let steps: Vec<f32> = glyphs
+        .windows(2)
+        .map(|p| (p[1].0 + p[1].1) as f32 / 2.0 - (p[0].0 + p[0].1) as f32 / 2.0)
+        .collect();
+    if steps.len() < 6 {
+        return None;
+    }
+    let mut best: Option<(usize, f32)> = None;
+    for &s in &steps {
+        if s < 3.0 {
+            continue;
+        }
+        let near: Vec<f32> = steps
+            .iter()
+            .copied()
+            .filter(|t| (t - s).abs() <= 1.0)
+            .collect();
+        if best.is_none_or(|(n, _)| near.len() > n) {
+            best = Some((near.len(), near.iter().sum::<f32>() / near.len() as f32));
+        }
+    }
+    best.map(|(n, p)| if n * 10 >= steps.len() * 6 { p } else { 0.0 })
+        .or(Some(0.0))
 }
 
 #[cfg(test)]
@@ -894,6 +986,7 @@ mod tests {
         near: 0.8,
         ratio: 100.0,
         borders: true,
+        colour: 0,
     };
 
     /// A white box with dark "glyphs": 6 px wide, 10 px tall, at the given x positions, on a
@@ -1032,6 +1125,90 @@ mod tests {
     }
 
     #[test]
+    fn words_in_two_colours_are_two_labels_unless_the_line_is_monospace_or_short() {
+        let b = Bbox {
+            x: 0,
+            y: 0,
+            w: 200,
+            h: 30,
+        };
+        // The product's gaps (perception's `learned::GAPS`), with and without the colour cut.
+        let g = Gaps {
+            wide: 1.3,
+            near: 0.9,
+            ratio: 6.5,
+            borders: true,
+            colour: 64,
+        };
+        let off = Gaps { colour: 0, ..g };
+        // Glyphs (x, width, colour) 10 px tall.
+        let draw = |glyphs: &[(usize, usize, u8)]| {
+            let mut img = vec![255u8; 200 * 30 * 4];
+            for &(x0, w, c) in glyphs {
+                for y in 10..20 {
+                    for x in x0..x0 + w {
+                        img[(y * 200 + x) * 4..][..3].copy_from_slice(&[c, c, c]);
+                    }
+                }
+            }
+            img
+        };
+        // "Hiro Ortiz" in near black and "4:00 PM" in grey after a word space, letters of a
+        // proportional font (widths 2–7 px, 1–2 px apart).
+        let mut x = 4;
+        let mut line = Vec::new();
+        for (i, w) in [6, 2, 4, 5, 0, 7, 4, 3, 2, 5, 0, 5, 2, 5, 5, 0, 6, 7]
+            .into_iter()
+            .enumerate()
+        {
+            if w == 0 {
+                x += 4;
+                continue;
+            }
+            line.push((x, w, if i < 10 { 30 } else { 150 }));
+            x += w + 1 + i % 2;
+        }
+        let parts = labels_in(&draw(&line), 200, b, g);
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        assert!(
+            parts[1].x > line[8].0 as i32 && parts[0].right() <= line[9].0 as i32,
+            "{parts:?}"
+        );
+        // One colour: one label; the cut off: one label.
+        let black: Vec<_> = line.iter().map(|&(x, w, _)| (x, w, 30)).collect();
+        assert_eq!(labels_in(&draw(&black), 200, b, g).len(), 1);
+        assert_eq!(labels_in(&draw(&line), 200, b, off).len(), 1);
+        // Monospace (every glyph in an 8 px cell): "x = 4" in three colours, a cell apart, is
+        // one line of code; its gutter, two cells and more to the left, is a label of its own.
+        let cells = |cols: &[(usize, u8)]| -> Vec<(usize, usize, u8)> {
+            cols.iter().map(|&(c, k)| (4 + c * 8, 5, k)).collect()
+        };
+        let code = cells(&[
+            (4, 30),
+            (5, 30),
+            (7, 150),
+            (9, 90),
+            (10, 90),
+            (11, 90),
+            (12, 90),
+        ]);
+        assert_eq!(labels_in(&draw(&code), 200, b, g).len(), 1);
+        let gutter = cells(&[
+            (0, 150),
+            (1, 150),
+            (4, 30),
+            (5, 30),
+            (6, 30),
+            (7, 30),
+            (8, 30),
+        ]);
+        assert_eq!(labels_in(&draw(&gutter), 200, b, g).len(), 2);
+        // Too few glyphs to tell monospace from proportional: not cut by colour.
+        let short = [(4, 5, 30), (11, 5, 30), (22, 5, 150), (29, 5, 150)];
+        assert_eq!(labels_in(&draw(&short), 200, b, g).len(), 1);
+    }
+
+    #[test]
     fn a_gap_counts_against_the_lines_own_letter_spacing() {
         let b = Bbox {
             x: 0,
@@ -1044,6 +1221,7 @@ mod tests {
             near: 0.9,
             ratio: 6.5,
             borders: true,
+            colour: 0,
         };
         // A menu bar: letters 1 px apart, items 12 px (1.2 ink heights) apart: three labels.
         let mut x = 4;

@@ -292,7 +292,7 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
         let kind = knobs.next().unwrap_or_default();
         let parse = |g: &str| {
             g.parse::<f32>()
-                .context("learned@WIDE@SCALE@NEAR@RATIO@BORDERS")
+                .context("learned@WIDE@SCALE@NEAR@RATIO@BORDERS@COLOUR")
         };
         let mut next = || knobs.next().filter(|g| !g.is_empty());
         let wide = next().map(parse).transpose()?;
@@ -309,7 +309,8 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
             }),
             None => None,
         };
-        let (near, ratio, borders) = (
+        let (near, ratio, borders, colour) = (
+            next().map(parse).transpose()?,
             next().map(parse).transpose()?,
             next().map(parse).transpose()?,
             next().map(parse).transpose()?,
@@ -323,6 +324,7 @@ pub fn eyes(o: &EyesOptions) -> Result<String> {
                 near: near.unwrap_or(d.near),
                 ratio: ratio.unwrap_or(d.ratio),
                 borders: borders.map_or(d.borders, |b| b != 0.0),
+                colour: colour.map_or(d.colour, |c| c as u8),
             });
             if let Some(s) = scale {
                 p.set_detect_scale(s);
