@@ -1,4 +1,4 @@
-//! The learned reader (`perception.reader = "learned"`): PP-OCRv6 finds the text boxes in the regions to read (each region scaled for the detector by the size of its text) and reads each one (`voxdesk-ppocr`), in place of the pixel rules of `lines` and Tesseract. Rules kept on top, each measured: a box the detector joined across a gap much wider than its line's letter spacing, across a button's border (a rule between toolbar buttons, a pill's outline), or between words in two colours (a name and the grey time beside it), is cut there into labels. After a change the detector looks only around the changed pixels and the labels they touch, and boxes are cached by their pixels, so a one-widget change reads one box.
+//! The learned reader (`perception.reader = "learned"`): PP-OCRv6 finds the text boxes in the regions to read (each region scaled for the detector by the size of its text) and reads each one (`voxdesk-ppocr`), in place of the pixel rules of `lines` and Tesseract. Rules kept on top, each measured: a box the detector joined across a gap much wider than its line's letter spacing, across a button's border (a rule between toolbar buttons, a pill's outline), or between words in two colours (a name and the grey time beside it), is cut there into labels. Pieces of one monospace line (a terminal's, an editor's) that it parted are joined back: their glyphs on one grid of one pitch, shown by their letters or lent by a long line near them. After a change the detector looks only around the changed pixels and the labels they touch, and boxes are cached by their pixels, so a one-widget change reads one box.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -318,8 +318,285 @@ impl Learned {
                 });
             }
         }
-        Ok((labels, todo.len()))
+        Ok((join_mono(rgba, width, labels, self.gaps.colour), todo.len()))
     }
+}
+
+/// Cells of blank between two pieces of one monospace line that still join them (as
+/// `mono::MAX_GAP_CELLS` on the Tesseract path).
+const JOIN_CELLS: f32 = 12.0;
+/// Glyphs a monospace line needs to lend its grid to a piece near it too short to show one.
+const LEND_GLYPHS: usize = 20;
+
+/// The pieces of one monospace line that the detector or the gaps between labels parted
+/// (`ls -l`'s padded columns, a command after its prompt, "64 bytes from …:" and
+/// "icmp_seq=1 …"), joined back into the line: a terminal's or an editor's line is one
+/// target, as the Tesseract path's `mono` makes it. Two labels on one row join when their
+/// glyphs sit on one grid (one pitch; a piece too short to show one sits on the other's), at
+/// most [`JOIN_CELLS`] cells of blank apart with no ink between them (a pane's border), the
+/// left one not a gutter (digits two cells or more before the line) and not in another colour
+/// across a gutter (as [`GAPS`] cuts them). Proportional text is never joined.
+fn join_mono(rgba: &[u8], width: u32, mut labels: Vec<Label>, colour: u8) -> Vec<Label> {
+    labels.sort_by_key(|l| (l.rect.x, l.rect.y));
+    let mut pieces: Vec<Piece> = labels
+        .into_iter()
+        .map(|label| {
+            let glyphs = voxdesk_ppocr::glyphs_in(rgba, width, bbox(&label.rect));
+            let pitch = letter_pitch(&label.text, &glyphs);
+            let phase = pitch
+                .filter(|&p| p > 0.0)
+                .map_or(0.0, |p| phase_of(glyphs.centres(), p));
+            Piece {
+                label,
+                glyphs,
+                pitch,
+                phase,
+                own: pitch.is_some(),
+            }
+        })
+        .collect();
+    // A piece too short to show a pitch takes one from a monospace line close above or
+    // below it that it overlaps (a terminal's other lines), as `mono` does.
+    // Its grid too: a terminal's lines share their columns. Only a long line lends (at
+    // least [`LEND_GLYPHS`]): a short label in a small UI font may sit on a grid by chance.
+    let shown: Vec<(Rect, f32, f32)> = pieces
+        .iter()
+        .filter(|p| p.glyphs.runs.len() >= LEND_GLYPHS)
+        .filter_map(|p| {
+            p.pitch
+                .filter(|&q| q > 0.0)
+                .map(|q| (p.label.rect, q, p.phase))
+        })
+        .collect();
+    for p in pieces.iter_mut().filter(|p| p.pitch.is_none()) {
+        let r = p.label.rect;
+        if let Some(&(_, q, phase)) = shown
+            .iter()
+            .filter(|(o, _, _)| {
+                o.x < r.right() && r.x < o.right() && (o.y - r.y).abs() <= 8 * r.h.max(o.h)
+            })
+            .min_by_key(|(o, _, _)| (o.y - r.y).abs())
+        {
+            p.pitch = Some(q);
+            p.phase = phase;
+        }
+    }
+    let mut out: Vec<Piece> = Vec::with_capacity(pieces.len());
+    for b in pieces {
+        let row = |o: &Piece| {
+            let (a, b) = (&o.label.rect, &b.label.rect);
+            let h = a.h.min(b.h);
+            (2 * (a.y - b.y) + a.h - b.h).abs() <= h / 2
+                && 10 * (a.h - b.h).abs() <= 3 * a.h.max(b.h)
+                && a.right() <= b.x + 2
+        };
+        let left = out
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| row(o))
+            .max_by_key(|(_, o)| o.label.rect.right())
+            .map(|(i, _)| i);
+        if let Some(i) = left {
+            if let Some(j) = joined(rgba, width, &out[i], &b, colour) {
+                out[i] = j;
+                continue;
+            }
+        }
+        out.push(b);
+    }
+    out.into_iter().map(|p| p.label).collect()
+}
+
+/// A label with its glyphs and its pitch (see [`letter_pitch`]; borrowed from a line near it
+/// when too short to show one).
+struct Piece {
+    label: Label,
+    glyphs: voxdesk_ppocr::Glyphs,
+    pitch: Option<f32>,
+    /// Where the grid's cells are centred, in cells (0–1).
+    phase: f32,
+    /// The pitch and phase are the label's own, not a line's near it.
+    own: bool,
+}
+
+/// Where the cells of pitch `p` that `centres` sit on are centred, in cells: their circular
+/// mean.
+fn phase_of(centres: impl Iterator<Item = f32>, p: f32) -> f32 {
+    let turn = |c: f32| std::f32::consts::TAU * c / p;
+    let (sin, cos) = centres.fold((0.0f32, 0.0f32), |(s, c), x| {
+        (s + turn(x).sin(), c + turn(x).cos())
+    });
+    sin.atan2(cos) / std::f32::consts::TAU
+}
+
+/// The cell width of a monospace label from the steps between its neighbouring letters'
+/// glyphs (matched to its characters in order when there are as many glyphs as characters):
+/// nearly all of them one width. Only letters show it: digits are as wide as each other in
+/// proportional fonts too (a table's sizes and versions). 0 when proportional; None when too
+/// few letters (under seven steps) or the glyphs do not match the characters (two that touch).
+fn letter_pitch(text: &str, g: &voxdesk_ppocr::Glyphs) -> Option<f32> {
+    let chars: Vec<(char, bool)> = text
+        .chars()
+        .scan(false, |spaced, c| {
+            let item = (c, *spaced);
+            *spaced = c.is_whitespace();
+            Some(item)
+        })
+        .filter(|(c, _)| !c.is_whitespace())
+        .collect();
+    if chars.len() != g.runs.len() {
+        return None;
+    }
+    let centres: Vec<f32> = g.centres().collect();
+    let steps: Vec<f32> = (1..chars.len())
+        .filter(|&i| chars[i].0.is_alphabetic() && chars[i - 1].0.is_alphabetic() && !chars[i].1)
+        .map(|i| centres[i] - centres[i - 1])
+        .collect();
+    if steps.len() < 7 {
+        return None;
+    }
+    // A glyph's ink sits a little off its cell's centre ("r", "j"): a step between
+    // neighbours is its cell's width within about a pixel.
+    let mean = steps.iter().sum::<f32>() / steps.len() as f32;
+    let near = steps
+        .iter()
+        .filter(|&&s| (s - mean).abs() <= (0.1 * mean).max(1.0))
+        .count();
+    if 10 * near < 8 * steps.len() {
+        return Some(0.0);
+    }
+    // And its glyphs stay on one grid from end to end: a proportional font's drift off it.
+    let p = refine(mean, &centres);
+    let phase = phase_of(centres.iter().copied(), p);
+    let on = centres
+        .iter()
+        .filter(|&&c| {
+            let k = c / p - phase;
+            (k - k.round()).abs() <= 0.2
+        })
+        .count();
+    Some(if 10 * on >= 8 * centres.len() { p } else { 0.0 })
+}
+
+/// A rough pitch made exact by the glyphs' centres: each given its cell's number from the
+/// first, the pitch is the slope of centre on number (least squares, twice). A line's
+/// centres over thirty cells tell it to a small part of a pixel, where neighbouring steps
+/// only to about a pixel.
+fn refine(rough: f32, centres: &[f32]) -> f32 {
+    let mut p = rough;
+    for _ in 0..2 {
+        let Some(&c0) = centres.first() else {
+            return p;
+        };
+        let ks: Vec<f32> = centres.iter().map(|c| ((c - c0) / p).round()).collect();
+        let n = ks.len() as f32;
+        let (mk, mc) = (ks.iter().sum::<f32>() / n, centres.iter().sum::<f32>() / n);
+        let cov: f32 = ks
+            .iter()
+            .zip(centres)
+            .map(|(k, c)| (k - mk) * (c - mc))
+            .sum();
+        let var: f32 = ks.iter().map(|k| (k - mk) * (k - mk)).sum();
+        if var < 1.0 {
+            return p;
+        }
+        p = cov / var;
+    }
+    p
+}
+
+/// `a` and `b` as one label when they are pieces of one monospace line (see [`join_mono`]).
+fn joined(rgba: &[u8], width: u32, a: &Piece, b: &Piece, colour: u8) -> Option<Piece> {
+    let (ga, gb) = (&a.glyphs, &b.glyphs);
+    let (&(_, a_end), &(b_start, _)) = (ga.runs.last()?, gb.runs.first()?);
+    let p = match (a.pitch, b.pitch) {
+        (Some(p), Some(q)) if p > 0.0 && q > 0.0 && (p - q).abs() <= (0.08 * p).max(0.6) => p,
+        _ => return None,
+    };
+    // Both on one grid: their glyphs' centres a whole number of cells from one phase (the
+    // piece's own that shows one; when both borrowed it, the same line's), nearly all of them
+    // (two glyphs that touch are one run, centred between two cells).
+    let phase = match (a.own, b.own) {
+        (true, _) => a.phase,
+        (false, true) => b.phase,
+        (false, false) => {
+            let d = a.phase - b.phase;
+            if (d - d.round()).abs() > 0.1 {
+                return None;
+            }
+            a.phase
+        }
+    };
+    let on_grid = |g: &voxdesk_ppocr::Glyphs| {
+        let on = g
+            .centres()
+            .filter(|&c| {
+                let k = c / p - phase;
+                (k - k.round()).abs() <= 0.25
+            })
+            .count();
+        10 * on >= 7 * g.runs.len()
+    };
+    if !on_grid(ga) || !on_grid(gb) {
+        return None;
+    }
+    let (ta, tb) = (&a.label.text, &b.label.text);
+    let cells = (b_start - a_end) as f32 / p;
+    let centres = ((gb.runs[0].0 + gb.runs[0].1) - (ga.runs.last()?.0 + a_end)) as f32 / 2.0 / p;
+    let gutter = ta.chars().all(|c| c.is_ascii_digit()) && cells >= 2.0;
+    let recoloured = colour > 0
+        && centres >= 2.5
+        && (0..3).any(|i| (ga.colour[i] - gb.colour[i]).abs() >= colour as f32);
+    if cells > JOIN_CELLS || gutter || recoloured {
+        return None;
+    }
+    // Nothing drawn between them, in the middle half of their rows (a box's margin reaches
+    // the tails of the next line's letters); faint pixels at its sides are the letters' own
+    // edges.
+    let (ra, rb) = (a.label.rect, b.label.rect);
+    let top = ra.y.max(rb.y);
+    let bottom = ra.bottom().min(rb.bottom());
+    let gap = Bbox {
+        x: a_end + 1,
+        y: top + (bottom - top) / 4,
+        w: b_start - a_end - 2,
+        h: (bottom - top) / 2,
+    };
+    if gap.w > 0
+        && gap.h > 0
+        && 2 * voxdesk_ppocr::glyphs_in(rgba, width, gap).strength as u32
+            >= ga.strength.min(gb.strength) as u32
+    {
+        return None;
+    }
+    let mut runs = ga.runs.clone();
+    runs.extend(gb.runs.iter().copied());
+    let glyphs = voxdesk_ppocr::Glyphs {
+        runs,
+        colour: ga.colour,
+        strength: ga.strength.min(gb.strength),
+    };
+    let text = format!("{} {}", ta.trim_end(), tb.trim_start());
+    // Two short pieces that borrowed a grid may together show their letters proportional
+    // (a status bar's "2,262 words" and "English" under an editor).
+    if let Some(q) = letter_pitch(&text, &glyphs) {
+        if (q - p).abs() > (0.08 * p).max(0.6) {
+            return None;
+        }
+    }
+    let centres: Vec<f32> = glyphs.centres().collect();
+    let p = refine(p, &centres);
+    Some(Piece {
+        label: Label {
+            text,
+            rect: ra.union(&rb),
+            conf: a.label.conf.min(b.label.conf),
+        },
+        glyphs,
+        pitch: Some(p),
+        phase,
+        own: a.own || b.own,
+    })
 }
 
 /// The least mean character probability a read needs to be a label: [`MIN_SCORE`], and
@@ -399,6 +676,85 @@ mod tests {
                 (MIN_DETECT_SCALE..=0.7).contains(&two),
                 "{page} at 2x: {two}"
             );
+        }
+    }
+
+    /// A white frame 400×120 with `text` drawn from `x` on row `y`: each character a 10 px
+    /// tall block in its cell (`advance(i)` wide; a space is an empty cell), and the label
+    /// as a reader would give it.
+    fn write(
+        img: &mut [u8],
+        text: &str,
+        x: i32,
+        y: i32,
+        advance: impl Fn(usize) -> i32,
+        colour: u8,
+    ) -> Label {
+        let mut at = x;
+        for (i, c) in text.chars().enumerate() {
+            let w = advance(i);
+            if !c.is_whitespace() {
+                for yy in y..y + 10 {
+                    for xx in at + 1..at + w - 2 {
+                        let p = ((yy * 400 + xx) * 4) as usize;
+                        img[p..p + 3].copy_from_slice(&[colour; 3]);
+                    }
+                }
+            }
+            at += w;
+        }
+        Label {
+            text: text.into(),
+            rect: Rect::new(x - 2, y - 3, at - x + 4, 16),
+            conf: 0.9,
+        }
+    }
+
+    #[test]
+    fn pieces_of_one_monospace_line_join_and_nothing_else_does() {
+        let blank = || vec![255u8; 400 * 120 * 4];
+        let cell = |_| 8;
+        let texts = |ls: &[Label]| ls.iter().map(|l| l.text.clone()).collect::<Vec<_>>();
+        // A terminal line the detector parted: one label.
+        let mut img = blank();
+        let a = write(&mut img, "bytes from host:", 4, 10, cell, 30);
+        let b = write(&mut img, "icmp_seq=1 ttl", 4 + 17 * 8, 10, cell, 30);
+        let out = join_mono(&img, 400, vec![b.clone(), a.clone()], GAPS.colour);
+        assert_eq!(texts(&out), ["bytes from host: icmp_seq=1 ttl"]);
+        assert_eq!(out[0].rect, a.rect.union(&b.rect));
+        // The same words in a proportional font (letters 5 to 10 px wide): two labels.
+        let mut img = blank();
+        let varied = |i: usize| [6, 9, 5, 10, 7, 5, 8][i % 7];
+        let a = write(&mut img, "bytes from host:", 4, 10, varied, 30);
+        let b = write(
+            &mut img,
+            "icmp_seq=1 ttl",
+            a.rect.right() + 12,
+            10,
+            varied,
+            30,
+        );
+        assert_eq!(join_mono(&img, 400, vec![a, b], GAPS.colour).len(), 2);
+        // An editor's line number two cells before its line is a label of its own.
+        let mut img = blank();
+        let n = write(&mut img, "42", 4, 10, cell, 30);
+        let code = write(&mut img, "let mut total = parse", 4 + 4 * 8, 10, cell, 30);
+        assert_eq!(join_mono(&img, 400, vec![n, code], GAPS.colour).len(), 2);
+        // Something drawn between them (a pane's border): two labels.
+        let mut img = blank();
+        let a = write(&mut img, "bytes from host:", 4, 10, cell, 30);
+        let b = write(&mut img, "icmp_seq=1 ttl", 4 + 20 * 8, 10, cell, 30);
+        write(&mut img, "|", 4 + 18 * 8, 8, cell, 30);
+        assert_eq!(join_mono(&img, 400, vec![a, b], GAPS.colour).len(), 2);
+        // Pieces too short to show a pitch join on the grid of a long line above them; not
+        // when they are off its grid.
+        for (shift, joined) in [(0, true), (4, false)] {
+            let mut img = blank();
+            let long = write(&mut img, "drwxr-xr-x yusuf yusuf schedule", 4, 10, cell, 30);
+            let rm = write(&mut img, "rm:", 4 + shift, 40, cell, 30);
+            let what = write(&mut img, "cannot", 4 + shift + 4 * 8, 40, cell, 30);
+            let out = join_mono(&img, 400, vec![long, rm, what], GAPS.colour);
+            assert_eq!(out.len() == 2, joined, "{:?}", texts(&out));
         }
     }
 

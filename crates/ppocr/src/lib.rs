@@ -904,6 +904,84 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
     }
 }
 
+/// The glyphs of a one-line label box: runs of inked columns (the frame's x, end exclusive)
+/// and the colour of its ink (the mean of its strongest pixels).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Glyphs {
+    pub runs: Vec<(i32, i32)>,
+    pub colour: [f32; 3],
+    /// The largest difference of a pixel from the fill (0–255).
+    pub strength: u8,
+}
+
+impl Glyphs {
+    /// Each glyph's centre.
+    pub fn centres(&self) -> impl Iterator<Item = f32> + '_ {
+        self.runs.iter().map(|&(a, z)| (a + z) as f32 / 2.0)
+    }
+}
+
+/// The glyphs of box `b` of an RGBA frame, its ink told from the fill (its border's most
+/// common colour) as in [`labels_in`]. Pure.
+pub fn glyphs_in(rgba: &[u8], width: u32, b: Bbox) -> Glyphs {
+    let (bw, bh) = (b.w.max(0) as usize, b.h.max(0) as usize);
+    let px = |x: usize, y: usize| {
+        let at = ((b.y as usize + y) * width as usize + b.x as usize + x) * 4;
+        [rgba[at], rgba[at + 1], rgba[at + 2]]
+    };
+    let mut counts: std::collections::HashMap<[u8; 3], usize> = std::collections::HashMap::new();
+    for x in 0..bw {
+        *counts.entry(px(x, 0)).or_default() += 1;
+        *counts.entry(px(x, bh.saturating_sub(1))).or_default() += 1;
+    }
+    let Some(fill) = counts
+        .into_iter()
+        .max_by_key(|(c, n)| (*n, *c))
+        .map(|(c, _)| c)
+    else {
+        return Glyphs {
+            runs: Vec::new(),
+            colour: [0.0; 3],
+            strength: 0,
+        };
+    };
+    let diff = |c: [u8; 3]| (0..3).map(|i| c[i].abs_diff(fill[i])).max().unwrap_or(0);
+    let strongest = (0..bh)
+        .flat_map(|y| (0..bw).map(move |x| (x, y)))
+        .map(|(x, y)| diff(px(x, y)))
+        .max()
+        .unwrap_or(0);
+    let cut = (strongest as f32 * 0.35).max(12.0) as u8;
+    let floor = (strongest as f32 * 0.8) as u8;
+    let (mut sum, mut n) = ([0f32; 3], 0f32);
+    let mut runs: Vec<(i32, i32)> = Vec::new();
+    for x in 0..bw {
+        let mut on = false;
+        for y in 0..bh {
+            let c = px(x, y);
+            let d = diff(c);
+            on |= d >= cut;
+            if d >= floor && d >= cut {
+                for i in 0..3 {
+                    sum[i] += c[i] as f32;
+                }
+                n += 1.0;
+            }
+        }
+        let x = b.x + x as i32;
+        match runs.last_mut() {
+            Some(last) if on && last.1 == x => last.1 = x + 1,
+            _ if on => runs.push((x, x + 1)),
+            _ => {}
+        }
+    }
+    Glyphs {
+        runs,
+        colour: sum.map(|v| v / n.max(1.0)),
+        strength: strongest,
+    }
+}
+
 /// The cell width of a monospace line from its glyphs (runs of inked columns): most steps
 /// between neighbouring glyphs' centres are one cell (within a pixel), where a proportional
 /// font's vary with its letters. 0 for a proportional line; None for one too short to tell.
