@@ -677,7 +677,8 @@ pub struct Gaps {
 }
 
 /// A detector's box as labels: its ink (the pixels that differ from their row's fill)
-/// split into lines where whole rows are empty, and each line into labels where whole columns
+/// split into lines where whole rows are empty (an underscore a row under its letters kept
+/// with them), and each line into labels where whole columns
 /// are empty for more than `gap` × the line's ink height (a word space is about a third of it;
 /// two labels the detector joined, "Data file   Osaka", stand an em or more apart), at
 /// buttons' borders (thin strokes from the line's top to its bottom, far taller than its
@@ -769,14 +770,38 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
         out
     };
     let row_on = |y: usize| ink[y * bw..(y + 1) * bw].iter().any(|&v| v);
-    let lines = runs(&row_on, bh, 1);
+    // Each line's letters (y0..y1) and its bottom: an underscore a row or two under them,
+    // thin and wide, is theirs (at small sizes an empty row parts it from the letters), not
+    // a line of its own nor the tips of the next line's letters (those are narrow, or cut by
+    // the box's edge).
+    let mut lines: Vec<(usize, usize, usize)> = Vec::new();
+    for (y0, y1) in runs(&row_on, bh, 1) {
+        if let Some(last) = lines.last_mut() {
+            let main = last.1 - last.0;
+            let widest = runs(&|x: usize| (y0..y1).any(|y| ink[y * bw + x]), bw, 1)
+                .iter()
+                .map(|r| r.1 - r.0)
+                .max()
+                .unwrap_or(0);
+            if main >= 6
+                && y1 - y0 <= (main / 4).max(2)
+                && y0 - last.2 <= 2
+                && y1 < bh
+                && 10 * widest >= 4 * main
+            {
+                last.2 = y1;
+                continue;
+            }
+        }
+        lines.push((y0, y1, y1));
+    }
     let mut out = Vec::new();
-    for (y0, y1) in lines {
+    for (y0, y1, bottom) in lines {
         let lh = y1 - y0;
         if lh < 3 {
             continue;
         }
-        let col_on = |x: usize| (y0..y1).any(|y| ink[y * bw + x]);
+        let col_on = |x: usize| (y0..bottom).any(|y| ink[y * bw + x]);
         // The glyphs (runs of inked columns) and the gaps between them.
         let glyphs = runs(&col_on, bw, 1);
         let mut between: Vec<usize> = glyphs.windows(2).map(|p| p[1].0 - p[0].1).collect();
@@ -876,13 +901,13 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
                 .take_while(|&k| k <= y0 && clear(y0 - k))
                 .count() as i32;
             let down = (0..m as usize)
-                .take_while(|&k| y1 + k < bh && clear(y1 + k))
+                .take_while(|&k| bottom + k < bh && clear(bottom + k))
                 .count() as i32;
             let r = Bbox {
                 x: b.x + (x0 - left) as i32,
                 y: b.y + y0 as i32 - up,
                 w: (x1 + right - x0 + left) as i32,
-                h: lh as i32 + up + down,
+                h: (bottom - y0) as i32 + up + down,
             };
             // Within the detector's box (its own margin is the fill).
             let x = r.x.max(b.x);
@@ -1200,6 +1225,29 @@ mod tests {
             parts[0].y + parts[0].h / 2 < 20 && parts[1].y + parts[1].h / 2 > 20,
             "{parts:?}"
         );
+    }
+
+    #[test]
+    fn an_underscore_a_row_under_the_letters_is_part_of_their_line() {
+        let b = Bbox {
+            x: 0,
+            y: 0,
+            w: 200,
+            h: 40,
+        };
+        // "send_handle": letters 10 px tall on rows 5..15, an underscore 2 px wide between
+        // the words on rows 16..18 (an empty row 15 between).
+        let mut g: Vec<(i32, i32)> = (0..4).map(|i| (4 + i * 8, 5)).collect();
+        g.extend((0..6).map(|i| (44 + i * 8, 5)));
+        let mut img = drawn(200, 40, &g);
+        paint(&mut img, 200, 34..44, 16..18);
+        let parts = labels_in(&img, 200, b, G);
+        assert_eq!(parts.len(), 1, "{parts:?}");
+        assert!(parts[0].bottom() >= 18, "{parts:?}");
+        // Ink cut by the box's edge may be the tips of the next line's letters: not the
+        // line's, so the two words stay apart (G parts them at 8 px).
+        let b = Bbox { h: 17, ..b };
+        assert_eq!(labels_in(&img, 200, b, G).len(), 2);
     }
 
     #[test]
