@@ -6,6 +6,11 @@
 /// server's buffer grows on a busy machine (measured: with PulseAudio's latency at 250 ms the
 /// echo arrived past a 240 ms window and paused the voice four times in three sentences).
 pub const LAGS: usize = 64;
+/// Frames later than the lag found that the echo may still arrive: a busy machine's sound
+/// server grows its buffer while the voice plays, and the lag, learnt over seconds, follows
+/// late (CI: learnt at 3 frames, the echo of a loud word came 8-9 frames after it was
+/// played and paused the voice). About 100 ms.
+pub const LATE: usize = 6;
 /// Played frames needed before a lag is trusted.
 const WARM: u32 = 60;
 /// How quickly old frames are forgotten (about 3 s).
@@ -53,8 +58,8 @@ impl EchoPath {
     /// Take one microphone frame: its level, and what was played `k` frames before it for
     /// every lag `k` (the loudest 10 ms block in that 16 ms slice). `learn`: the voice plays
     /// unpaused, so what the microphone hears is mostly its echo. Returns the played level to
-    /// compare with the echo: the aligned slice and its neighbours when the lag is known, the
-    /// loudest of every lag otherwise.
+    /// compare with the echo: the loudest from the slice before the aligned one to [`LATE`]
+    /// slices after it when the lag is known, the loudest of every lag otherwise.
     pub fn step(&mut self, mic: f32, played: &[f32; LAGS], learn: bool) -> f32 {
         let loud = played.iter().copied().fold(0.0, f32::max);
         if learn && loud > 0.01 {
@@ -75,7 +80,7 @@ impl EchoPath {
             }
         }
         match self.lag {
-            Some(k) => played[k.saturating_sub(1)..(k + 2).min(LAGS)]
+            Some(k) => played[k.saturating_sub(1)..(k + 2 + LATE).min(LAGS)]
                 .iter()
                 .copied()
                 .fold(0.0, f32::max),
@@ -148,7 +153,7 @@ mod tests {
             let w = window(&env, 350);
             let got = p.step(0.0, &w, false);
             let lo = delay.saturating_sub(1);
-            let want = w[lo..(delay + 2).min(LAGS)]
+            let want = w[lo..(delay + 2 + LATE).min(LAGS)]
                 .iter()
                 .copied()
                 .fold(0.0, f32::max);
