@@ -75,7 +75,7 @@ pub fn session(
     path: &Path,
     threads: usize,
 ) -> Result<ort::session::Session, OnnxError> {
-    session_with(env, path, threads, false)
+    session_with(env, path, None, threads, false)
 }
 
 /// [`session`] for a model whose inputs change size from run to run (a frame, a band, a text
@@ -86,12 +86,24 @@ pub fn session_lean(
     path: &Path,
     threads: usize,
 ) -> Result<ort::session::Session, OnnxError> {
-    session_with(env, path, threads, true)
+    session_with(env, path, None, threads, true)
+}
+
+/// [`session_lean`] for a model given as its bytes (a model changed after it was read: the
+/// text recogniser cut to the classes it may choose); `path` names it in errors.
+pub fn session_lean_bytes(
+    env: &ort::environment::Environment,
+    path: &Path,
+    bytes: &[u8],
+    threads: usize,
+) -> Result<ort::session::Session, OnnxError> {
+    session_with(env, path, Some(bytes), threads, true)
 }
 
 fn session_with(
     env: &ort::environment::Environment,
     path: &Path,
+    bytes: Option<&[u8]>,
     threads: usize,
     lean: bool,
 ) -> Result<ort::session::Session, OnnxError> {
@@ -110,14 +122,18 @@ fn session_with(
     // took 160 of a window's 350 ms. Measured with `voxdesk bench eyes` (dev, stride 1): the
     // same 4215 labels found and 49 junk, cold 1645 → 1228 ms (finding 818 → 391); Moonshine
     // hears the same words in the same time.
-    b.with_flush_to_zero()
+    let mut b = b
+        .with_flush_to_zero()
         .map_err(|e| bad(e.to_string()))?
         .with_intra_threads(threads.max(1))
         .map_err(|e| bad(e.to_string()))?
         .with_inter_threads(1)
-        .map_err(|e| bad(e.to_string()))?
-        .commit_from_file(path)
-        .map_err(|e| bad(e.to_string()))
+        .map_err(|e| bad(e.to_string()))?;
+    match bytes {
+        Some(bytes) => b.commit_from_memory(bytes),
+        None => b.commit_from_file(path),
+    }
+    .map_err(|e| bad(e.to_string()))
 }
 
 #[cfg(test)]

@@ -13,6 +13,8 @@
 
 use std::path::Path;
 
+mod head;
+
 use voxdesk_onnx::ort;
 use voxdesk_onnx::ort::session::Session;
 use voxdesk_onnx::ort::value::Tensor;
@@ -113,23 +115,39 @@ impl Ocr {
         let det_path = voxdesk_onnx::need("PP-OCRv6 text detector", models.join(DET))?;
         let rec_path = voxdesk_onnx::need("PP-OCRv6 text recogniser", models.join(REC))?;
         let det = voxdesk_onnx::session_lean(&env, &det_path, threads)?;
-        let rec = voxdesk_onnx::session_lean(&env, &rec_path, threads)?;
-        let list = rec
-            .metadata()
-            .map_err(run_err)?
-            .custom("character")
+        let model = std::fs::read(&rec_path)
+            .map_err(|e| OcrError::Run(format!("{}: {e}", rec_path.display())))?;
+        let list = head::metadata(&model, "character")
             .ok_or_else(|| OcrError::Run(format!("{}: no character list", rec_path.display())))?;
-        let mut chars = vec![String::new()];
-        // The list is Chinese and English: voxdesk reads English screens, where a CJK
-        // character is always a misreading ("+" read as "十"): those classes are never chosen.
-        chars.extend(list.lines().map(|c| {
-            if c.chars().any(east_asian) {
-                String::new()
-            } else {
-                c.to_string()
-            }
-        }));
-        chars.push(" ".into());
+        // Index 0 is CTC's blank, the last a space (as PaddleOCR's decoder adds them). The
+        // list is Chinese and English: voxdesk reads English screens, where a CJK character is
+        // always a misreading ("+" read as "十"), so the recogniser's last layer keeps only the
+        // other classes (`head`); a model it cannot cut is loaded whole, those classes never
+        // chosen.
+        let mut all = vec![String::new()];
+        all.extend(list.lines().map(str::to_string));
+        all.push(" ".into());
+        let keep: Vec<usize> = (0..all.len())
+            .filter(|&i| i == 0 || !all[i].chars().any(east_asian))
+            .collect();
+        let (rec, chars) = match head::keep_classes(&model, all.len(), &keep) {
+            Some(cut) => (
+                voxdesk_onnx::session_lean_bytes(&env, &rec_path, &cut, threads)?,
+                keep.iter().map(|&i| all[i].clone()).collect(),
+            ),
+            None => (
+                voxdesk_onnx::session_lean(&env, &rec_path, threads)?,
+                all.into_iter()
+                    .map(|c| {
+                        if c.chars().any(east_asian) {
+                            String::new()
+                        } else {
+                            c
+                        }
+                    })
+                    .collect(),
+            ),
+        };
         Ok(Ocr {
             det,
             rec,
