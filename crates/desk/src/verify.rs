@@ -135,9 +135,10 @@ pub fn verify(expect: &Expect, ev: &Evidence) -> Verdict {
     for s in &expect.shows {
         let hits: Vec<String> = located(s, &after, ev.typed)
             .into_iter()
-            // Half of the smaller box shared: a line read with a margin may touch the line
-            // typed above it without being it.
-            .filter(|(_, at)| !ev.typed_at.iter().any(|t| same_place(t, at)))
+            // Half of the smaller box shared and the middles on one row: a line read with a
+            // margin may touch the line typed above it without being it, and the typed line
+            // read while the row under it was empty may have taken that row into its margin.
+            .filter(|(_, at)| !ev.typed_at.iter().any(|t| same_line(t, at)))
             .map(|(read, _)| read)
             .collect();
         if !hits.is_empty() {
@@ -368,6 +369,13 @@ pub fn typed_at(texts: &[String], before: &[Target], after: &[Target]) -> Vec<Re
                 .filter(move |r| !old.iter().any(|o| o.intersects(r)))
         })
         .collect()
+}
+
+/// Two boxes of one line of text: half of the smaller shared, their middles apart by at most
+/// half the smaller's height.
+fn same_line(a: &Rect, b: &Rect) -> bool {
+    let middle = |r: &Rect| 2 * r.y + r.h;
+    same_place(a, b) && (middle(a) - middle(b)).abs() <= a.h.min(b.h)
 }
 
 /// ` (in "…")`: the line it was read in, when that says more than the text itself.
@@ -695,6 +703,28 @@ mod tests {
         let v = on(&e, &screen, &typed, &[cmd]);
         assert_eq!(v.name(), "verified", "{v:?}");
         let v = on(&e, &screen[..1], &typed, &[cmd]);
+        assert_eq!(v.name(), "failed", "{v:?}");
+        // xterm's 9 px rows: the command line was read 17 px tall while the row under it was
+        // empty, and the output now stands in that row (the task suite's xterm-echo-wait with
+        // the learned reader).
+        let (typed_box, cmd, out) = (
+            Rect::new(64, 79, 112, 17),
+            Rect::new(67, 80, 103, 11),
+            Rect::new(67, 89, 75, 10),
+        );
+        let screen = vec![
+            Target {
+                rect: cmd,
+                ..line("$ echo hello from voxdesk", 80)
+            },
+            Target {
+                rect: out,
+                ..line("hello from voxdesk", 89)
+            },
+        ];
+        let v = on(&e, &screen, &typed, &[typed_box]);
+        assert_eq!(v.name(), "verified", "{v:?}");
+        let v = on(&e, &screen[..1], &typed, &[typed_box]);
         assert_eq!(v.name(), "failed", "{v:?}");
     }
 
