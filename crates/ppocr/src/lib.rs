@@ -334,7 +334,8 @@ fn give_back() {
 }
 
 /// Ink components (8-connected) that are a button's border, not a letter: drawn with hairlines
-/// (hardly a pixel of it inked on all four sides), and at least [`BORDER_TALLER`] times as tall as the tallest letter of the box
+/// (hardly a pixel of it inked on all four sides), at least [`BORDER_TALLER`] times as tall as
+/// the tallest letter of the box, and reaching past the other letters both above and below
 /// (a pill's outline, the rules between a toolbar's buttons with the line under them). They are
 /// erased from `ink` (a box of `bw`×`bh`); returned are their upright strokes as tall, as
 /// (x0, x1, y0, y1): labels do not reach across them. Fewer than three letters: no border.
@@ -370,9 +371,21 @@ fn erase_borders(ink: &mut [bool], bw: usize, bh: usize) -> Vec<(usize, usize, u
     }
     heights.sort_unstable();
     let tallest = heights[(heights.len() - 1) * 3 / 4] as f32;
+    let tall: Vec<bool> = comps
+        .iter()
+        .zip(&hollow)
+        .map(|(c, &hollow)| hollow && ((c.4 - c.3) as f32) >= BORDER_TALLER * tallest)
+        .collect();
+    // A border reaches past the letters beside it both above and below; a letter as tall
+    // reaches past them one way only (a "y" or a "Q"'s tail below, an "l" above).
+    let letters = comps
+        .iter()
+        .zip(&tall)
+        .filter(|(c, &tall)| !tall && c.4 - c.3 >= 4 && c.0.len() >= 6);
+    let (top, bottom) = letters.fold((usize::MAX, 0), |(t, b), (c, _)| (t.min(c.3), b.max(c.4)));
     let mut walls = Vec::new();
-    for (c, &hollow) in comps.iter().zip(&hollow) {
-        if !hollow || ((c.4 - c.3) as f32) < BORDER_TALLER * tallest {
+    for (c, &tall) in comps.iter().zip(&tall) {
+        if !tall || (bottom > 0 && (c.3 >= top || c.4 <= bottom)) {
             continue;
         }
         // Its upright strokes (a rule, a frame's side; a pill's round end is not one): each
@@ -1164,6 +1177,13 @@ mod tests {
         let mut img = drawn(200, 40, &g);
         paint(&mut img, 200, 40..42, 5..25);
         assert_eq!(labels_in(&img, 200, b, G).len(), 2);
+        // As tall as a rule but reaching past the letters one way only, it is a letter: a "y"
+        // or a "Q"'s tail below them, an "l" above ("cyberdyne" was cut at its "y").
+        for rows in [10..27, 3..20] {
+            let mut img = drawn(200, 40, &g);
+            paint(&mut img, 200, 40..42, rows.clone());
+            assert_eq!(labels_in(&img, 200, b, G).len(), 1, "{rows:?}");
+        }
         // A pill's outline around a word: erased, the word read alone, as tall as its letters.
         let g: Vec<(i32, i32)> = (0..4).map(|i| (10 + i * 8, 12)).collect();
         let mut img = drawn(200, 40, &g);
