@@ -251,53 +251,29 @@ fn dim_field(v: u64) -> Field<'static> {
 
 /// A ValueInfoProto with each fixed dimension of `from` made `to`.
 fn resize_value(v: &[u8], from: usize, to: usize) -> Option<Vec<u8>> {
-    let dim = |d: &[u8]| {
-        let mut out = Vec::with_capacity(d.len());
-        for f in fields(d)? {
-            if f.num == DIM_VALUE && f.wire == VARINT && f.varint == from as u64 {
-                put(
-                    &mut out,
-                    Field {
-                        varint: to as u64,
-                        ..f
-                    },
-                );
-            } else {
-                put(&mut out, f);
+    along(
+        v,
+        &[VALUE_TYPE, TYPE_TENSOR, TENSOR_TYPE_SHAPE, SHAPE_DIM],
+        &|d| {
+            let mut out = Vec::with_capacity(d.len());
+            for f in fields(d)? {
+                let fixed = f.num == DIM_VALUE && f.wire == VARINT && f.varint == from as u64;
+                let varint = if fixed { to as u64 } else { f.varint };
+                put(&mut out, Field { varint, ..f });
             }
-        }
-        Some(out)
+            Some(out)
+        },
+    )
+}
+
+/// `msg` with `change` applied to each message found down the path of field numbers `path`.
+fn along(msg: &[u8], path: &[u32], change: &dyn Fn(&[u8]) -> Option<Vec<u8>>) -> Option<Vec<u8>> {
+    let Some((&first, rest)) = path.split_first() else {
+        return change(msg);
     };
-    let shape = |s: &[u8]| {
-        map_len(s, |n, d| {
-            if n == SHAPE_DIM {
-                dim(d).map(Some)
-            } else {
-                Some(None)
-            }
-        })
-    };
-    let tensor = |t: &[u8]| {
-        map_len(t, |n, s| {
-            if n == TENSOR_TYPE_SHAPE {
-                shape(s).map(Some)
-            } else {
-                Some(None)
-            }
-        })
-    };
-    let ty = |t: &[u8]| {
-        map_len(t, |n, x| {
-            if n == TYPE_TENSOR {
-                tensor(x).map(Some)
-            } else {
-                Some(None)
-            }
-        })
-    };
-    map_len(v, |n, t| {
-        if n == VALUE_TYPE {
-            ty(t).map(Some)
+    map_len(msg, |n, inner| {
+        if n == first {
+            along(inner, rest, change).map(Some)
         } else {
             Some(None)
         }

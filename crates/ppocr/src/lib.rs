@@ -1147,10 +1147,21 @@ mod tests {
 
     /// `img` (w wide) with a dark rectangle.
     fn paint(img: &mut [u8], w: usize, x: std::ops::Range<usize>, y: std::ops::Range<usize>) {
+        paint_grey(img, w, x, y, 30);
+    }
+
+    /// `img` (w wide) with a rectangle of grey `v`.
+    fn paint_grey(
+        img: &mut [u8],
+        w: usize,
+        x: std::ops::Range<usize>,
+        y: std::ops::Range<usize>,
+        v: u8,
+    ) {
         for yy in y {
             for xx in x.clone() {
                 let at = (yy * w + xx) * 4;
-                img[at..at + 3].copy_from_slice(&[30, 30, 30]);
+                img[at..at + 3].copy_from_slice(&[v, v, v]);
             }
         }
     }
@@ -1276,10 +1287,9 @@ mod tests {
     fn faint_words_beside_strong_ones_are_ink_too() {
         // Four black glyphs, then after an em four grey ones 80 from the white fill (under a
         // third of the black's 255): two labels.
-        let (w, h) = (200u32, 40u32);
-        let mut img = vec![255u8; (w * h * 4) as usize];
+        let mut img = vec![255u8; 200 * 40 * 4];
         for (x0, v) in [
-            (6, 0u8),
+            (6, 0),
             (14, 0),
             (22, 0),
             (30, 0),
@@ -1288,12 +1298,7 @@ mod tests {
             (86, 175),
             (94, 175),
         ] {
-            for y in 10..20 {
-                for x in x0..x0 + 6 {
-                    let at = ((y * w + x) * 4) as usize;
-                    img[at..at + 3].copy_from_slice(&[v, v, v]);
-                }
-            }
+            paint_grey(&mut img, 200, x0..x0 + 6, 10..20, v);
         }
         let b = Bbox {
             x: 0,
@@ -1301,7 +1306,7 @@ mod tests {
             w: 200,
             h: 40,
         };
-        let parts = labels_in(&img, w, b, G);
+        let parts = labels_in(&img, 200, b, G);
         assert_eq!(parts.len(), 2, "{parts:?}");
         assert!(parts[1].x >= 60 && parts[1].right() >= 100, "{parts:?}");
     }
