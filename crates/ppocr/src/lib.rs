@@ -722,7 +722,8 @@ pub struct Gaps {
 /// buttons' borders (thin strokes from the line's top to its bottom, far taller than its
 /// letters), and between words in two colours (`Gaps::colour`; in a monospace line only
 /// across a gutter). Each piece keeps a margin of a fifth of its height, as the recogniser was trained
-/// with, up and down only over empty rows. Pure.
+/// with, up and down only over empty rows, and ends above a mnemonic's underline
+/// ([`mnemonic_cut`]). Pure.
 pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
     let (bw, bh) = (b.w as usize, b.h as usize);
     if bw < 2 || bh < 2 {
@@ -922,6 +923,8 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
             prev = Some((x0, x1));
         }
         for (x0, x1) in labels {
+            // A mnemonic's underline is not read with the letters (see `mnemonic_cut`).
+            let bottom = mnemonic_cut(&ink, bw, (x0, x1), (y0, bottom)).unwrap_or(bottom);
             let m = ((lh as f32) * 0.2).ceil() as i32 + 1;
             // Up and down only over rows empty of ink: in a terminal the line above or below
             // may stand closer than the margin, and its letters' tips at a crop's edge read as
@@ -965,6 +968,79 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
     } else {
         out
     }
+}
+
+/// Where a label's crop ends when the only ink under its letters' baseline is a mnemonic's
+/// underline (GTK's menu bars draw "File" with a rule under its "F", which the recogniser reads
+/// as an "E"): the row under the baseline. The baseline is the row most of the glyphs (runs of
+/// inked columns, `x`) end on; under it, every row's ink must be runs at least three pixels and
+/// a third of the letters' height wide, at most two rows (a sixth of the height) in all, and
+/// under a letter: nearly all of its columns inked above too, and the letter standing on it by
+/// its stems (a round letter's overshoot is covered by the letter's own bottom stroke). An
+/// underscore is a glyph of its own (nothing above it), a descender narrow: those lines keep
+/// their bottom. Pure.
+fn mnemonic_cut(ink: &[bool], bw: usize, x: (usize, usize), y: (usize, usize)) -> Option<usize> {
+    let ((x0, x1), (y0, bottom)) = (x, y);
+    let at = |x: usize, y: usize| ink[y * bw + x];
+    let mut ends: Vec<usize> = Vec::new();
+    let mut a = x0;
+    while a < x1 {
+        if !(y0..bottom).any(|y| at(a, y)) {
+            a += 1;
+            continue;
+        }
+        let mut z = a;
+        while z < x1 && (y0..bottom).any(|y| at(z, y)) {
+            z += 1;
+        }
+        ends.push((y0..bottom).rev().find(|&y| (a..z).any(|x| at(x, y)))? + 1);
+        a = z;
+    }
+    // The baseline: the end most glyphs share (the upper one of a tie), two glyphs at least.
+    let mut count: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    for &e in &ends {
+        *count.entry(e).or_default() += 1;
+    }
+    let (&base, &n) = count
+        .iter()
+        .max_by_key(|(e, n)| (**n, std::cmp::Reverse(**e)))?;
+    let lh = base - y0;
+    if n < 2 || base >= bottom || lh < 6 {
+        return None;
+    }
+    let rows: Vec<usize> = (base..bottom)
+        .filter(|&y| (x0..x1).any(|x| at(x, y)))
+        .collect();
+    if rows.is_empty() || rows.len() > (lh / 6).max(2) {
+        return None;
+    }
+    let wide = (lh / 3).max(3);
+    let mut under = 0;
+    let mut above = 0;
+    for &y in &rows {
+        let mut x = x0;
+        while x < x1 {
+            if !at(x, y) {
+                x += 1;
+                continue;
+            }
+            let start = x;
+            while x < x1 && at(x, y) {
+                x += 1;
+            }
+            if x - start < wide {
+                return None;
+            }
+            // Not a round letter's overshoot ("C", "o" end a row lower than "R", "L", "F"): the
+            // letter's bottom stroke covers it, where a letter stands on an underline by a stem.
+            if 2 * (start..x).filter(|&c| at(c, base - 1)).count() > x - start {
+                return None;
+            }
+            under += x - start;
+            above += (start..x).filter(|&c| (y0..base).any(|r| at(c, r))).count();
+        }
+    }
+    (10 * above >= 8 * under).then_some(base)
 }
 
 /// The glyphs of a one-line label box: runs of inked columns (the frame's x, end exclusive)
@@ -1309,6 +1385,104 @@ mod tests {
         let parts = labels_in(&img, 200, b, G);
         assert_eq!(parts.len(), 2, "{parts:?}");
         assert!(parts[1].x >= 60 && parts[1].right() >= 100, "{parts:?}");
+    }
+
+    #[test]
+    fn a_mnemonic_underline_is_left_out_of_the_crop_and_nothing_else_is() {
+        // Ink as drawn ('#'), and the row the crop ends on (None: it keeps its bottom).
+        let table: [(&str, &[&str], Option<usize>); 6] = [
+            (
+                "'File', a rule under the F's stem (GTK's menu bar)",
+                &[
+                    "######..#..#.......",
+                    "##.........#..###..",
+                    "##......#..#.#...#.",
+                    "#####...#..#.#####.",
+                    "##......#..#.#.....",
+                    "##......#..#.#...#.",
+                    "##......#..#..###..",
+                    "#######............",
+                ],
+                Some(7),
+            ),
+            (
+                "'Edit', the rule under the E's bottom stroke",
+                &[
+                    "######......#..#...",
+                    "##..........#......",
+                    "##.......####..#..#",
+                    "#####...#...#..#.##",
+                    "##......#...#..#..#",
+                    "##......#...#..#..#",
+                    "######...####..#..#",
+                    "######.............",
+                ],
+                None,
+            ),
+            (
+                "'CRLF', the C's overshoot",
+                &[
+                    "..####...#####...#.......#####",
+                    ".#....#..#....#..#.......#....",
+                    "#........#....#..#.......#....",
+                    "#........#####...#.......####.",
+                    "#........#..#....#.......#....",
+                    ".#....#..#...#...#.......#....",
+                    "..####...#....#..######..#....",
+                    "..####........................",
+                ],
+                None,
+            ),
+            (
+                "'a_b', an underscore (a glyph of its own)",
+                &[
+                    "............#....",
+                    "............#....",
+                    ".###........####.",
+                    "....#.......#...#",
+                    ".####.......#...#",
+                    "#...#.......#...#",
+                    ".####.......####.",
+                    "......######.....",
+                ],
+                None,
+            ),
+            (
+                "'up', descenders",
+                &[
+                    "..................",
+                    "..................",
+                    "#...#..####.......",
+                    "#...#..#...#......",
+                    "#...#..#...#......",
+                    "#...#..#...#......",
+                    ".####..####.......",
+                    ".......#..........",
+                    ".......#..........",
+                ],
+                None,
+            ),
+            (
+                "'Hi' underlined whole (a link): the rule is under the gap too",
+                &[
+                    "#...#..#", "#...#...", "#####..#", "#...#..#", "#...#..#", "#...#..#",
+                    "#...#..#", "########",
+                ],
+                None,
+            ),
+        ];
+        for (what, rows, want) in table {
+            let bw = rows[0].len();
+            let ink: Vec<bool> = rows
+                .iter()
+                .flat_map(|r| r.chars().map(|c| c == '#'))
+                .collect();
+            assert_eq!(
+                mnemonic_cut(&ink, bw, (0, bw), (0, rows.len())),
+                want,
+                "{what}"
+            );
+        }
     }
 
     #[test]
