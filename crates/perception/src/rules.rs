@@ -16,7 +16,6 @@ pub const NAMES: &[&str] = &[
     "glued-caret",
     "corners",
     "outlines",
-    "mono-darken",
     "bitmap-blur",
     "bolder",
     // Reading a strip (`recognize::read_strips`).
