@@ -1074,12 +1074,15 @@ fn join_wrapped(mut labels: Vec<Label>, bg: impl Fn(&Rect) -> [u8; 3]) -> Vec<La
                     && (r.y - last.bottom()) * 5 <= last.h * 4
                     && ((2 * r.x + r.w) - axis).abs() <= 6.max(last.h / 2)
                     && (((r.w - last.w).abs() >= 3
-                        // Lines that start (or end) at the same x are rows aligned to that side,
-                        // however close their middles: a centred wrap moves both ends.
-                        && r.x != last.x
-                        && r.right() != last.right())
+                        // Lines that start (or end) within two pixels of the same x are rows
+                        // aligned to that side (a first letter's ink starts a pixel or two off
+                        // the column's edge: "bjorn" over "jonas"), however close their
+                        // middles: a centred wrap moves both ends.
+                        && (r.x - last.x).abs() > 2
+                        && (r.right() - last.right()).abs() > 2)
                         || broken(&labels[group[group.len() - 1]].text))
-                    && (r.h - last.h).abs() * 2 <= r.h.max(last.h)
+                    // One name is one size: a heading over its field's label is two things.
+                    && (r.h - last.h).abs() * 4 <= r.h.max(last.h)
             });
             let Some(j) = below else { break };
             let (a, b) = (bg(&last), bg(&labels[j].rect));
@@ -2137,7 +2140,11 @@ mod tests {
             rect: Rect::new(x, y, w, 10),
             conf: 0.9,
         };
-        // "invoice_2024-" over "03.pdf", centred under an icon; a left-aligned row pair.
+        // "invoice_2024-" over "03.pdf", centred under an icon; a left-aligned row pair;
+        // a table's column, its cells' ink a pixel off its edge ("j" reaches left of "b"); a
+        // heading over a field's label, centred on it.
+        let mut heading = l("Payment", 1000, 40, 70);
+        heading.rect.h = 16;
         let got = join_wrapped(
             vec![
                 l("invoice_2024-", 100, 50, 80),
@@ -2146,21 +2153,31 @@ mod tests {
                 l("cc -c util.c", 400, 64, 80),
                 l("Name", 600, 50, 40),
                 l("Size", 600, 64, 30),
+                l("bjorn", 800, 50, 34),
+                l("jonas", 799, 64, 37),
+                heading,
+                l("Card number", 1010, 60, 50),
             ],
             |_| [255; 3],
         );
-        let texts: Vec<&str> = got.iter().map(|l| l.text.as_str()).collect();
+        let mut texts: Vec<&str> = got.iter().map(|l| l.text.as_str()).collect();
+        texts.sort_unstable();
         assert_eq!(
             texts,
             [
-                "invoice_2024-03.pdf",
-                "cc -c main.c",
+                "Card number",
                 "Name",
+                "Payment",
+                "Size",
+                "bjorn",
+                "cc -c main.c",
                 "cc -c util.c",
-                "Size"
+                "invoice_2024-03.pdf",
+                "jonas",
             ]
         );
-        assert_eq!(got[0].rect, Rect::new(100, 50, 80, 24));
+        let name = got.iter().find(|l| l.text.starts_with("invoice"));
+        assert_eq!(name.map(|l| l.rect), Some(Rect::new(100, 50, 80, 24)));
     }
 
     #[test]
@@ -2292,7 +2309,7 @@ mod tests {
                 l("data_export_fina", 100, 50, 100),
                 l("l.zip", 138, 64, 24),
                 l("lecture 03", 300, 50, 60),
-                l("notes.pdf", 301, 64, 57),
+                l("notes.pdf", 304, 64, 53),
                 l("Holiday", 500, 50, 46),
                 l("photos from Lyon", 480, 64, 86),
             ],
