@@ -217,10 +217,23 @@ pub fn make_strip(rgba: &[u8], width: u32, height: u32, line: &LineBox) -> Strip
     let bitmap = is_bitmap_text(&hist, top);
     let scale = (TARGET_TEXT_H / line.text_h.max(1) as f64).clamp(1.0, MAX_UPSCALE);
     let (bx, by) = (STRIP_BORDER_X, STRIP_BORDER_Y);
+    let darken = line.mono && rule("mono-darken");
     let render = |dist: &[u8]| {
         let gray = GrayImage::from_fn(cw as u32, ch as u32, |x, y| {
             let d = dist[y as usize * cw + x as usize] as u32;
-            image::Luma([255 - (d * 255 / top).min(255) as u8])
+            let v = (d * 255 / top).min(255);
+            // Monospace code and terminal text has one-pixel strokes that anti-aliasing leaves
+            // half grey (an underscore, the dot of a ":"), which Tesseract drops: darken them.
+            // (Not the background's own grain: a fill a level or two off its quantised mean
+            // would turn grey, and its edge against the white margin read as a stroke.)
+            let v = if darken && v >= 5 {
+                ((v as f64 / 255.0).sqrt() * 255.0) as u32
+            } else if darken {
+                0
+            } else {
+                v
+            };
+            image::Luma([255 - v as u8])
         });
         let gray = if scale > 1.01 {
             let up = imageops::resize(

@@ -16,6 +16,7 @@ pub const NAMES: &[&str] = &[
     "glued-caret",
     "corners",
     "outlines",
+    "mono-darken",
     "bitmap-blur",
     "bolder",
     // Reading a strip (`recognize::read_strips`).
