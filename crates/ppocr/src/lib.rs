@@ -789,25 +789,6 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
     } else {
         Vec::new()
     };
-    let runs = |on: &dyn Fn(usize) -> bool, n: usize, min_gap: usize| -> Vec<(usize, usize)> {
-        let mut out: Vec<(usize, usize)> = Vec::new();
-        let mut i = 0;
-        while i < n {
-            if !on(i) {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < n && on(i) {
-                i += 1;
-            }
-            match out.last_mut() {
-                Some(last) if start - last.1 < min_gap => last.1 = i,
-                _ => out.push((start, i)),
-            }
-        }
-        out
-    };
     let row_on = |y: usize| ink[y * bw..(y + 1) * bw].iter().any(|&v| v);
     // Each line's letters (y0..y1) and its bottom: an underscore a row or two under them,
     // thin and wide, is theirs (at small sizes an empty row parts it from the letters), not
@@ -924,7 +905,12 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
         }
         for (x0, x1) in labels {
             // A mnemonic's underline is not read with the letters (see `mnemonic_cut`).
-            let bottom = mnemonic_cut(&ink, bw, (x0, x1), (y0, bottom)).unwrap_or(bottom);
+            let mine: Vec<(usize, usize)> = glyphs
+                .iter()
+                .copied()
+                .filter(|g| g.0 >= x0 && g.1 <= x1)
+                .collect();
+            let bottom = mnemonic_cut(&ink, bw, &mine, (y0, bottom)).unwrap_or(bottom);
             let m = ((lh as f32) * 0.2).ceil() as i32 + 1;
             // Up and down only over rows empty of ink: in a terminal the line above or below
             // may stand closer than the margin, and its letters' tips at a crop's edge read as
@@ -970,6 +956,28 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
     }
 }
 
+/// The runs of `0..n` where `on` holds (a line's rows, a line's glyphs' columns), runs less
+/// than `min_gap` apart joined.
+fn runs(on: &dyn Fn(usize) -> bool, n: usize, min_gap: usize) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < n {
+        if !on(i) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < n && on(i) {
+            i += 1;
+        }
+        match out.last_mut() {
+            Some(last) if start - last.1 < min_gap => last.1 = i,
+            _ => out.push((start, i)),
+        }
+    }
+    out
+}
+
 /// Where a label's crop ends when the only ink under its letters' baseline is a mnemonic's
 /// underline (GTK's menu bars draw "File" with a rule under its "F", which the recogniser reads
 /// as an "E"): the row under the baseline. The baseline is the row most of the glyphs (runs of
@@ -979,31 +987,29 @@ pub fn labels_in(rgba: &[u8], width: u32, b: Bbox, gaps: Gaps) -> Vec<Bbox> {
 /// its stems (a round letter's overshoot is covered by the letter's own bottom stroke). An
 /// underscore is a glyph of its own (nothing above it), a descender narrow: those lines keep
 /// their bottom. Pure.
-fn mnemonic_cut(ink: &[bool], bw: usize, x: (usize, usize), y: (usize, usize)) -> Option<usize> {
-    let ((x0, x1), (y0, bottom)) = (x, y);
+fn mnemonic_cut(
+    ink: &[bool],
+    bw: usize,
+    glyphs: &[(usize, usize)],
+    (y0, bottom): (usize, usize),
+) -> Option<usize> {
     let at = |x: usize, y: usize| ink[y * bw + x];
-    let mut ends: Vec<usize> = Vec::new();
-    let mut a = x0;
-    while a < x1 {
-        if !(y0..bottom).any(|y| at(a, y)) {
-            a += 1;
-            continue;
-        }
-        let mut z = a;
-        while z < x1 && (y0..bottom).any(|y| at(z, y)) {
-            z += 1;
-        }
-        ends.push((y0..bottom).rev().find(|&y| (a..z).any(|x| at(x, y)))? + 1);
-        a = z;
-    }
-    // The baseline: the end most glyphs share (the upper one of a tie), two glyphs at least.
-    let mut count: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
-    for &e in &ends {
-        *count.entry(e).or_default() += 1;
-    }
-    let (&base, &n) = count
+    let (x0, x1) = (glyphs.first()?.0, glyphs.last()?.1);
+    let mut ends = glyphs
         .iter()
-        .max_by_key(|(e, n)| (**n, std::cmp::Reverse(**e)))?;
+        .map(|&(a, z)| {
+            (y0..bottom)
+                .rev()
+                .find(|&y| (a..z).any(|x| at(x, y)))
+                .map(|y| y + 1)
+        })
+        .collect::<Option<Vec<usize>>>()?;
+    // The baseline: the end most glyphs share (the upper one of a tie), two glyphs at least.
+    ends.sort_unstable();
+    let (n, base) = ends
+        .chunk_by(|a, b| a == b)
+        .map(|c| (c.len(), c[0]))
+        .max_by_key(|&(n, e)| (n, std::cmp::Reverse(e)))?;
     let lh = base - y0;
     if n < 2 || base >= bottom || lh < 6 {
         return None;
@@ -1015,29 +1021,17 @@ fn mnemonic_cut(ink: &[bool], bw: usize, x: (usize, usize), y: (usize, usize)) -
         return None;
     }
     let wide = (lh / 3).max(3);
-    let mut under = 0;
-    let mut above = 0;
+    let (mut under, mut above) = (0, 0);
     for &y in &rows {
-        let mut x = x0;
-        while x < x1 {
-            if !at(x, y) {
-                x += 1;
-                continue;
-            }
-            let start = x;
-            while x < x1 && at(x, y) {
-                x += 1;
-            }
-            if x - start < wide {
-                return None;
-            }
+        for (a, z) in runs(&|i| at(x0 + i, y), x1 - x0, 1) {
+            let (a, z) = (x0 + a, x0 + z);
             // Not a round letter's overshoot ("C", "o" end a row lower than "R", "L", "F"): the
             // letter's bottom stroke covers it, where a letter stands on an underline by a stem.
-            if 2 * (start..x).filter(|&c| at(c, base - 1)).count() > x - start {
+            if z - a < wide || 2 * (a..z).filter(|&c| at(c, base - 1)).count() > z - a {
                 return None;
             }
-            under += x - start;
-            above += (start..x).filter(|&c| (y0..base).any(|r| at(c, r))).count();
+            under += z - a;
+            above += (a..z).filter(|&c| (y0..base).any(|r| at(c, r))).count();
         }
     }
     (10 * above >= 8 * under).then_some(base)
@@ -1477,8 +1471,9 @@ mod tests {
                 .iter()
                 .flat_map(|r| r.chars().map(|c| c == '#'))
                 .collect();
+            let glyphs = runs(&|x| rows.iter().any(|r| r.as_bytes()[x] == b'#'), bw, 1);
             assert_eq!(
-                mnemonic_cut(&ink, bw, (0, bw), (0, rows.len())),
+                mnemonic_cut(&ink, bw, &glyphs, (0, rows.len())),
                 want,
                 "{what}"
             );
